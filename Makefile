@@ -1,0 +1,51 @@
+# Targets CI and developers share. `make test` is what CI runs after
+# `make verify`; see README.md.
+
+GO ?= go
+export GOFLAGS ?= -mod=mod
+BIN := _output/bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
+           -X github.com/kubeflow/mpi-operator/pkg/version.GitCommit=$(shell git rev-parse HEAD 2>/dev/null)
+
+.PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
+        test test-unit clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/mpi-operator ./cmd/mpi-operator
+	$(GO) build -trimpath -o $(BIN)/kubectl-delivery ./cmd/kubectl-delivery
+
+generate:
+	hack/update-codegen.sh
+
+verify: verify-gofmt verify-vet verify-tidy verify-codegen lint
+
+verify-gofmt:
+	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+verify-vet:
+	$(GO) vet ./...
+
+verify-tidy:
+	@cp go.mod _go.mod.bak; cp go.sum _go.sum.bak; \
+	$(GO) mod tidy; \
+	ok=0; diff -u _go.mod.bak go.mod && diff -u _go.sum.bak go.sum || ok=1; \
+	mv _go.mod.bak go.mod; mv _go.sum.bak go.sum; \
+	if [ $$ok -ne 0 ]; then echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; fi
+
+verify-codegen:
+	hack/verify-codegen.sh
+
+lint:
+	$$(hack/tools.sh golangci-lint) run ./...
+
+test: test-unit
+
+test-unit:
+	$(GO) test -race -cover ./pkg/... ./cmd/... ./hack/...
+
+clean:
+	rm -rf _output

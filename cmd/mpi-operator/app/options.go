@@ -1,0 +1,199 @@
+// Package app holds the mpi-operator command: its flags and the code that
+// wires clients, leader election, monitoring and the controller together.
+package app
+
+import (
+	"errors"
+	goflag "flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+)
+
+// Environment variables the operator reads.
+const (
+	// EnvKubeConfig overrides --kubeConfig when it is set and not empty.
+	EnvKubeConfig = "KUBECONFIG"
+	// EnvNamespace gives the default of --namespace.
+	EnvNamespace = "KUBEFLOW_NAMESPACE"
+)
+
+// Flag defaults.
+const (
+	DefaultThreadiness          = 2
+	DefaultKubectlDeliveryImage = "mpioperator/kubectl-delivery:latest"
+	DefaultLockNamespace        = "mpi-operator"
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst are ten times upstream's 5/10:
+	// an elastic resize touches the Role, the ConfigMap, several pods and the
+	// launcher's annotations at once, and a 5 QPS budget stretches one resize
+	// over seconds.
+	DefaultKubeAPIQPS   = 50
+	DefaultKubeAPIBurst = 100
+)
+
+// Options are the operator's command-line settings.
+type Options struct {
+	// KubeConfig is a kubeconfig path (or a list separated by the OS path
+	// list separator). Empty, together with an empty MasterURL, means the
+	// in-cluster configuration.
+	KubeConfig string
+	// MasterURL overrides the API server address of the kubeconfig.
+	MasterURL string
+	// Namespace limits the operator to one namespace; empty means all.
+	Namespace string
+	// Threadiness is the number of reconcile workers.
+	Threadiness int
+	// KubectlDeliveryImage is the image of the launcher's init container that
+	// brings kubectl.
+	KubectlDeliveryImage string
+	// GangSchedulerName is the scheduler for gang scheduling (volcano
+	// PodGroups); empty turns gang scheduling off.
+	GangSchedulerName string
+	// MonitoringPort serves /metrics and /healthz when > 0.
+	MonitoringPort int
+	// LockNamespace holds the leader-election Lease.
+	LockNamespace string
+	// QPS and Burst limit the operator's requests to the API server.
+	QPS   float32
+	Burst int
+	// PrintVersion makes the command print its version and exit.
+	PrintVersion bool
+	// RefreshLauncher annotates the launcher pod after each change of
+	// discover_hosts.sh so that the kubelet refreshes the mounted file at once.
+	RefreshLauncher bool
+	// LeaderElect runs the controller only while this replica holds the
+	// leader Lease.
+	LeaderElect bool
+}
+
+// NewOptions returns the defaults. The namespace default comes from
+// KUBEFLOW_NAMESPACE.
+func NewOptions() *Options {
+	return &Options{
+		Namespace:            os.Getenv(EnvNamespace),
+		Threadiness:          DefaultThreadiness,
+		KubectlDeliveryImage: DefaultKubectlDeliveryImage,
+		LockNamespace:        DefaultLockNamespace,
+		QPS:                  DefaultKubeAPIQPS,
+		Burst:                DefaultKubeAPIBurst,
+		RefreshLauncher:      true,
+		LeaderElect:          true,
+	}
+}
+
+// klogFlags registers klog's flags once: klog binds them to process-wide
+// state, so every pflag set shares the same Go flag set.
+var klogFlags = sync.OnceValue(func() *goflag.FlagSet {
+	fs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(fs)
+	return fs
+})
+
+// AddFlags registers the operator's flags, and klog's (-v, --vmodule, ...),
+// on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.KubeConfig, "kubeConfig", o.KubeConfig,
+		"Path to a kubeconfig. Only needed out of cluster. The "+EnvKubeConfig+" environment variable, when set, takes precedence.")
+	fs.StringVar(&o.MasterURL, "master", o.MasterURL,
+		"Address of the Kubernetes API server; overrides the one in the kubeconfig. Only needed out of cluster.")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
+		"Namespace to watch for MPIJobs; empty watches all namespaces. Defaults to $"+EnvNamespace+".")
+	fs.IntVar(&o.Threadiness, "threadiness", o.Threadiness,
+		"Number of MPIJobs reconciled in parallel.")
+	fs.StringVar(&o.KubectlDeliveryImage, "kubectl-delivery-image", o.KubectlDeliveryImage,
+		"Image of the launcher's init container that delivers kubectl.")
+	fs.StringVar(&o.GangSchedulerName, "gang-scheduling", o.GangSchedulerName,
+		"Scheduler name for gang scheduling with volcano PodGroups (e.g. volcano); empty turns gang scheduling off.")
+	fs.IntVar(&o.MonitoringPort, "monitoring-port", o.MonitoringPort,
+		"Port serving /metrics and /healthz; 0 turns the endpoint off.")
+	fs.StringVar(&o.LockNamespace, "lock-namespace", o.LockNamespace,
+		"Namespace of the leader-election Lease (named mpi-operator). It must exist.")
+	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS,
+		"Sustained rate of requests to the Kubernetes API server, per second (upstream default: 5).")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst,
+		"Burst of requests to the Kubernetes API server (upstream default: 10).")
+	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion,
+		"Print the version and exit.")
+	fs.BoolVar(&o.RefreshLauncher, "refresh-launcher", o.RefreshLauncher,
+		"Annotate the launcher pod after each change of discover_hosts.sh, so the kubelet refreshes the file at once instead of at its next periodic sync.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Run the controller only while holding the leader Lease, so several replicas can run safely. Turn off only for a single replica.")
+	fs.AddGoFlagSet(klogFlags())
+}
+
+// Complete fills in values that come from the environment after parsing:
+// a non-empty KUBECONFIG replaces --kubeConfig.
+func (o *Options) Complete() {
+	if kc := os.Getenv(EnvKubeConfig); kc != "" {
+		o.KubeConfig = kc
+	}
+}
+
+// Validate reports every invalid setting at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Threadiness < 1 {
+		errs = append(errs, fmt.Errorf("--threadiness must be at least 1, got %d", o.Threadiness))
+	}
+	if !(o.QPS > 0) { // also rejects NaN
+		errs = append(errs, fmt.Errorf("--kube-api-qps must be greater than 0, got %v", o.QPS))
+	}
+	if o.Burst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.Burst))
+	}
+	if o.MonitoringPort < 0 || o.MonitoringPort > 65535 {
+		errs = append(errs, fmt.Errorf("--monitoring-port must be between 1 and 65535, or 0 to turn monitoring off; got %d", o.MonitoringPort))
+	}
+	if strings.TrimSpace(o.KubectlDeliveryImage) == "" {
+		errs = append(errs, errors.New("--kubectl-delivery-image must not be empty"))
+	}
+	if o.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--namespace %q is not a valid namespace name: %s", o.Namespace, strings.Join(msgs, "; ")))
+		}
+	}
+	if o.LeaderElect {
+		if o.LockNamespace == "" {
+			errs = append(errs, errors.New("--lock-namespace must not be empty when --leader-elect is on"))
+		} else if msgs := validation.IsDNS1123Label(o.LockNamespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--lock-namespace %q is not a valid namespace name: %s", o.LockNamespace, strings.Join(msgs, "; ")))
+		}
+	}
+	if o.GangSchedulerName != "" {
+		if msgs := validation.IsDNS1123Subdomain(o.GangSchedulerName); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--gang-scheduling %q is not a valid scheduler name: %s", o.GangSchedulerName, strings.Join(msgs, "; ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ParseArgs builds Options from the command-line arguments (without the
+// program name) and the environment. It does not validate them, so that
+// --version and --help work whatever else is on the command line. The
+// returned error is pflag.ErrHelp when help was asked for; the usage, or
+// the parse error, has then been written to output.
+func ParseArgs(args []string, output io.Writer) (*Options, error) {
+	o := NewOptions()
+	fs := pflag.NewFlagSet("mpi-operator", pflag.ContinueOnError)
+	fs.SetOutput(output)
+	o.AddFlags(fs)
+	err := fs.Parse(args)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected arguments %q: mpi-operator takes only flags", fs.Args())
+	}
+	if errors.Is(err, pflag.ErrHelp) {
+		return nil, err // the usage has been printed
+	}
+	if err != nil {
+		fmt.Fprintf(output, "mpi-operator: %v\nRun mpi-operator --help for the list of flags.\n", err)
+		return nil, err
+	}
+	o.Complete()
+	return o, nil
+}

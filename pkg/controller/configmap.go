@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+)
+
+// syncConfigMap writes the job's /etc/mpi files for the plan, if they
+// changed.
+func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJob, plan workerPlan) (*corev1.ConfigMap, error) {
+	return ensure(ctx, c, job, c.configMapChild(), newConfigMap(job, plan.hosts, plan.nextIndex))
+}
+
+// recordedNextIndex reads the next unused worker index from the job's
+// ConfigMap; 0 when there is none.
+func (c *MPIJobController) recordedNextIndex(job *kubeflow.MPIJob) int {
+	cm, err := c.cmLister.ConfigMaps(job.Namespace).Get(configMapName(job))
+	if err != nil || !metav1.IsControlledBy(cm, job) {
+		return 0
+	}
+	i, _ := parseIndex(cm.Annotations[annotationNextWorkerIndex])
+	return i
+}
+
+func (c *MPIJobController) configMapChild() child[*corev1.ConfigMap] {
+	return child[*corev1.ConfigMap]{
+		kind: "ConfigMap",
+		get: func(ns, name string) (*corev1.ConfigMap, error) {
+			return c.cmLister.ConfigMaps(ns).Get(name)
+		},
+		create: func(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+			return c.kubeClient.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+		},
+		update: func(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+			return c.kubeClient.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+		},
+		merge: func(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
+			next, hasNext := want.Annotations[annotationNextWorkerIndex]
+			if maps.Equal(cur.Data, want.Data) && (!hasNext || cur.Annotations[annotationNextWorkerIndex] == next) {
+				return cur, false
+			}
+			merged := cur.DeepCopy()
+			merged.Data = want.Data
+			if hasNext {
+				if merged.Annotations == nil {
+					merged.Annotations = map[string]string{}
+				}
+				merged.Annotations[annotationNextWorkerIndex] = next
+			}
+			return merged, true
+		},
+	}
+}
+
+// hostsHash identifies a discover_hosts.sh content in a short string.
+func hostsHash(script string) string {
+	sum := sha256.Sum256([]byte(script))
+	return hex.EncodeToString(sum[:8])
+}

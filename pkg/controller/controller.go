@@ -1,0 +1,252 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	rbaclisters "k8s.io/client-go/listers/rbac/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	volcanotyped "volcano.sh/apis/pkg/client/clientset/versioned/typed/scheduling/v1beta1"
+	volcanolisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
+	mpischeme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
+	listers "github.com/kubeflow/mpi-operator/pkg/client/listers/kubeflow/v1"
+)
+
+const controllerName = "mpi-job-controller"
+
+// MPIJobController reconciles MPIJobs into their launcher, workers,
+// ConfigMap, RBAC objects and, with gang scheduling, a volcano PodGroup.
+type MPIJobController struct {
+	kubeClient kubernetes.Interface
+	mpiClient  clientset.Interface
+	cfg        Config
+
+	jobLister  listers.MPIJobLister
+	podLister  corelisters.PodLister
+	cmLister   corelisters.ConfigMapLister
+	saLister   corelisters.ServiceAccountLister
+	roleLister rbaclisters.RoleLister
+	rbLister   rbaclisters.RoleBindingLister
+	pgLister   volcanolisters.PodGroupLister // nil without gang scheduling
+	// podGroups writes PodGroups; a field so that tests can stand in for
+	// volcano's client.
+	podGroups func(namespace string) volcanotyped.PodGroupInterface
+	synced    []cache.InformerSynced
+
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	clock    clock.Clock
+
+	// runningSince remembers when the controller saw each worker turn
+	// Running, for the discovery latency histogram only.
+	runningSince sync.Map // types.UID -> time.Time
+}
+
+// NewMPIJobController wires a controller to the informers in inf. Events go
+// to the API server through a broadcaster that stops with ctx.
+func NewMPIJobController(ctx context.Context, kubeClient kubernetes.Interface, mpiClient clientset.Interface,
+	volcanoClient volcanoclient.Interface, inf *Informers, cfg Config) *MPIJobController {
+	utilruntime.Must(mpischeme.AddToScheme(scheme.Scheme))
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(4)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerName})
+	return newController(ctx, kubeClient, mpiClient, volcanoClient, inf, cfg, recorder, clock.RealClock{})
+}
+
+func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClient clientset.Interface,
+	volcanoClient volcanoclient.Interface, inf *Informers, cfg Config,
+	recorder record.EventRecorder, clk clock.Clock) *MPIJobController {
+	logger := klog.FromContext(ctx)
+	jobs := inf.jobs.Kubeflow().V1().MPIJobs()
+	pods := inf.pods.Core().V1().Pods()
+	cms := inf.labelled.Core().V1().ConfigMaps()
+	sas := inf.labelled.Core().V1().ServiceAccounts()
+	roles := inf.rbac.Rbac().V1().Roles()
+	rbs := inf.rbac.Rbac().V1().RoleBindings()
+
+	c := &MPIJobController{
+		kubeClient: kubeClient,
+		mpiClient:  mpiClient,
+		cfg:        cfg,
+		jobLister:  jobs.Lister(),
+		podLister:  pods.Lister(),
+		cmLister:   cms.Lister(),
+		saLister:   sas.Lister(),
+		roleLister: roles.Lister(),
+		rbLister:   rbs.Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs"}),
+		recorder: recorder,
+		clock:    clk,
+	}
+
+	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueJob,
+		UpdateFunc: func(_, obj any) { c.enqueueJob(obj) },
+		DeleteFunc: c.enqueueJob,
+	})
+	c.addHandler(logger, pods.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.handleObject,
+		UpdateFunc: c.handlePodUpdate,
+		DeleteFunc: c.handlePodDelete,
+	})
+	owned := cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.handleObject,
+		UpdateFunc: func(_, obj any) { c.handleObject(obj) },
+		DeleteFunc: c.handleObject,
+	}
+	for _, informer := range []cache.SharedIndexInformer{cms.Informer(), sas.Informer(), roles.Informer(), rbs.Informer()} {
+		c.addHandler(logger, informer, owned)
+	}
+	if inf.volcano != nil {
+		pgs := inf.volcano.Scheduling().V1beta1().PodGroups()
+		c.pgLister = pgs.Lister()
+		c.podGroups = volcanoClient.SchedulingV1beta1().PodGroups
+		c.addHandler(logger, pgs.Informer(), owned)
+	}
+	return c
+}
+
+func (c *MPIJobController) addHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.ResourceEventHandler) {
+	reg, err := informer.AddEventHandler(h)
+	if err != nil {
+		// Only a stopped informer refuses a handler; before Start it cannot be.
+		logger.Error(err, "Adding an event handler")
+		return
+	}
+	c.synced = append(c.synced, reg.HasSynced)
+}
+
+// Run waits for the caches, then runs threadiness workers until ctx is done.
+func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+
+	logger.Info("Waiting for informer caches to sync")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		return fmt.Errorf("informer caches did not sync")
+	}
+	logger.Info("Starting workers", "count", threadiness)
+	var wg sync.WaitGroup
+	for range threadiness {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
+	}
+	<-ctx.Done()
+	logger.Info("Shutting down workers")
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (c *MPIJobController) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	logger := klog.FromContext(ctx).WithValues("mpijob", key)
+	ctx = klog.NewContext(ctx, logger)
+	requeueAfter, err := c.syncHandler(ctx, key)
+	switch {
+	case err != nil:
+		logger.Error(err, "Syncing MPIJob failed; retrying")
+		c.queue.AddRateLimited(key)
+	case requeueAfter > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, requeueAfter)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+func (c *MPIJobController) enqueueJob(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// handleObject enqueues the MPIJob that controls obj, if any.
+func (c *MPIJobController) handleObject(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	meta, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	ref := metav1.GetControllerOf(meta)
+	if ref == nil || ref.Kind != kubeflow.Kind || !isKubeflowGroup(ref.APIVersion) {
+		return
+	}
+	c.queue.Add(meta.GetNamespace() + "/" + ref.Name)
+}
+
+func isKubeflowGroup(apiVersion string) bool {
+	gv, err := parseGroupVersion(apiVersion)
+	return err == nil && gv == kubeflow.GroupName
+}
+
+func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
+	oldPod, newPod := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
+	if oldPod.ResourceVersion == newPod.ResourceVersion {
+		return
+	}
+	if newPod.Status.Phase == corev1.PodRunning && oldPod.Status.Phase != corev1.PodRunning {
+		c.runningSince.Store(newPod.UID, c.clock.Now())
+	}
+	c.handleObject(newObj)
+}
+
+func (c *MPIJobController) handlePodDelete(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		if tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown); isTombstone {
+			pod, _ = tombstone.Obj.(*corev1.Pod)
+		}
+	}
+	if pod != nil {
+		c.runningSince.Delete(pod.UID)
+	}
+	c.handleObject(obj)
+}
+
+// takeRunningSince returns and forgets when uid was seen turning Running.
+func (c *MPIJobController) takeRunningSince(uid types.UID) (time.Time, bool) {
+	v, ok := c.runningSince.LoadAndDelete(uid)
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
+}

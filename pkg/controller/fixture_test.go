@@ -1,0 +1,337 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	volcanotyped "volcano.sh/apis/pkg/client/clientset/versioned/typed/scheduling/v1beta1"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	mpifake "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/fake"
+)
+
+// testNow is the fixed time of every sync test.
+var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+const testDeliveryImage = "example.com/kubectl-delivery:test"
+
+// fixture runs the sync handler against fake clientsets whose informers are
+// filled by hand, as in Kubernetes' sample-controller.
+type fixture struct {
+	t *testing.T
+
+	jobs     []*kubeflow.MPIJob
+	pods     []*corev1.Pod
+	cms      []*corev1.ConfigMap
+	sas      []*corev1.ServiceAccount
+	roles    []*rbacv1.Role
+	bindings []*rbacv1.RoleBinding
+	groups   []*volcanov1beta1.PodGroup
+
+	cfg Config
+
+	kubeClient *k8sfake.Clientset
+	mpiClient  *mpifake.Clientset
+	podGroups  *fakePodGroups
+	recorder   *record.FakeRecorder
+	clock      *clocktesting.FakeClock
+}
+
+func newFixture(t *testing.T) *fixture {
+	return &fixture{
+		t:     t,
+		cfg:   Config{KubectlDeliveryImage: testDeliveryImage, RefreshLauncher: true},
+		clock: clocktesting.NewFakeClock(testNow),
+	}
+}
+
+func (f *fixture) newController(ctx context.Context) *MPIJobController {
+	var kubeObjs, mpiObjs []runtime.Object
+	for _, o := range f.jobs {
+		mpiObjs = append(mpiObjs, o)
+	}
+	for _, o := range f.pods {
+		kubeObjs = append(kubeObjs, o)
+	}
+	for _, o := range f.cms {
+		kubeObjs = append(kubeObjs, o)
+	}
+	for _, o := range f.sas {
+		kubeObjs = append(kubeObjs, o)
+	}
+	for _, o := range f.roles {
+		kubeObjs = append(kubeObjs, o)
+	}
+	for _, o := range f.bindings {
+		kubeObjs = append(kubeObjs, o)
+	}
+	f.kubeClient = k8sfake.NewClientset(kubeObjs...)
+	f.mpiClient = mpifake.NewSimpleClientset(mpiObjs...)
+	f.recorder = record.NewFakeRecorder(100)
+	f.podGroups = &fakePodGroups{}
+	// volcano's own fake clientset does not build against this client-go;
+	// the informers are filled by hand and never list, and PodGroup writes
+	// go to fakePodGroups.
+	volcano := volcanoclient.NewForConfigOrDie(&rest.Config{Host: "http://127.0.0.1:1"})
+
+	inf := NewInformers(f.kubeClient, f.mpiClient, volcano, f.cfg)
+	c := newController(ctx, f.kubeClient, f.mpiClient, volcano, inf, f.cfg, f.recorder, f.clock)
+	if c.podGroups != nil {
+		c.podGroups = func(string) volcanotyped.PodGroupInterface { return f.podGroups }
+	}
+	add := func(informer cache.SharedIndexInformer, obj any) {
+		if err := informer.GetIndexer().Add(obj); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	for _, o := range f.jobs {
+		add(inf.jobs.Kubeflow().V1().MPIJobs().Informer(), o)
+	}
+	for _, o := range f.pods {
+		add(inf.pods.Core().V1().Pods().Informer(), o)
+	}
+	for _, o := range f.cms {
+		add(inf.labelled.Core().V1().ConfigMaps().Informer(), o)
+	}
+	for _, o := range f.sas {
+		add(inf.labelled.Core().V1().ServiceAccounts().Informer(), o)
+	}
+	for _, o := range f.roles {
+		add(inf.rbac.Rbac().V1().Roles().Informer(), o)
+	}
+	for _, o := range f.bindings {
+		add(inf.rbac.Rbac().V1().RoleBindings().Informer(), o)
+	}
+	for _, o := range f.groups {
+		add(inf.volcano.Scheduling().V1beta1().PodGroups().Informer(), o)
+	}
+	return c
+}
+
+// sync runs one sync of job and returns the requeue delay.
+func (f *fixture) sync(job *kubeflow.MPIJob) time.Duration {
+	f.t.Helper()
+	d, err := f.syncErr(job)
+	if err != nil {
+		f.t.Fatalf("sync: %v", err)
+	}
+	return d
+}
+
+func (f *fixture) syncErr(job *kubeflow.MPIJob) (time.Duration, error) {
+	f.t.Helper()
+	_, ctx := ktesting.NewTestContext(f.t)
+	c := f.newController(ctx)
+	f.kubeClient.ClearActions()
+	f.mpiClient.ClearActions()
+	return c.syncHandler(ctx, job.Namespace+"/"+job.Name)
+}
+
+// action is the part of an API request a test checks.
+type action struct {
+	verb, resource, subresource, name string
+}
+
+func (a action) String() string {
+	s := a.verb + " " + a.resource
+	if a.subresource != "" {
+		s += "/" + a.subresource
+	}
+	return s + " " + a.name
+}
+
+// writes returns the mutating requests a client received, in order.
+func writes(actions []core.Action) []action {
+	var out []action
+	for _, a := range actions {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+			continue
+		}
+		out = append(out, action{a.GetVerb(), a.GetResource().Resource, a.GetSubresource(), actionName(a)})
+	}
+	return out
+}
+
+func actionName(a core.Action) string {
+	switch a := a.(type) {
+	case core.CreateAction: // updates too: they carry the object alike
+		return a.GetObject().(metav1.Object).GetName()
+	case core.DeleteAction:
+		return a.GetName()
+	case core.PatchAction:
+		return a.GetName()
+	}
+	return ""
+}
+
+func (f *fixture) expectKubeWrites(want ...action) {
+	f.t.Helper()
+	if diff := cmp.Diff(want, writes(f.kubeClient.Actions()), cmp.AllowUnexported(action{}), cmpopts.EquateEmpty()); diff != "" {
+		f.t.Errorf("kube API writes (-want +got):\n%s", diff)
+	}
+}
+
+func (f *fixture) expectMPIWrites(want ...action) {
+	f.t.Helper()
+	if diff := cmp.Diff(want, writes(f.mpiClient.Actions()), cmp.AllowUnexported(action{}), cmpopts.EquateEmpty()); diff != "" {
+		f.t.Errorf("MPIJob API writes (-want +got):\n%s", diff)
+	}
+}
+
+// createdObject returns the object of the create request for name.
+func createdObject[T runtime.Object](f *fixture, resource, name string) T {
+	f.t.Helper()
+	var zero T
+	for _, a := range f.kubeClient.Actions() {
+		if c, ok := a.(core.CreateAction); ok && a.GetResource().Resource == resource && actionName(a) == name {
+			return c.GetObject().(T)
+		}
+	}
+	f.t.Fatalf("no create of %s %s", resource, name)
+	return zero
+}
+
+// updatedObject returns the object of the last update of resource name.
+func updatedObject[T runtime.Object](f *fixture, resource, name string) T {
+	f.t.Helper()
+	var found T
+	ok := false
+	for _, a := range f.kubeClient.Actions() {
+		if u, isUpdate := a.(core.UpdateAction); isUpdate && a.GetResource().Resource == resource && actionName(a) == name {
+			found, ok = u.GetObject().(T), true
+		}
+	}
+	if !ok {
+		f.t.Fatalf("no update of %s %s", resource, name)
+	}
+	return found
+}
+
+// writtenStatus returns the status the sync wrote, failing if it wrote none.
+func (f *fixture) writtenStatus() common.JobStatus {
+	f.t.Helper()
+	for _, a := range f.mpiClient.Actions() {
+		if u, ok := a.(core.UpdateAction); ok && a.GetSubresource() == "status" {
+			return u.GetObject().(*kubeflow.MPIJob).Status
+		}
+	}
+	f.t.Fatal("no status update")
+	return common.JobStatus{}
+}
+
+// events returns the recorded events, each "Type Reason Message".
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func create(resource, name string) action { return action{"create", resource, "", name} }
+func update(resource, name string) action { return action{"update", resource, "", name} }
+func patchPod(name string) action         { return action{"patch", "pods", "", name} }
+func del(resource, name string) action    { return action{"delete", resource, "", name} }
+func statusUpdate(name string) action     { return action{"update", "mpijobs", "status", name} }
+
+// newTestJob returns an MPIJob with a launcher and the given workers.
+func newTestJob(name string, workers int32) *kubeflow.MPIJob {
+	container := func(n string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: n, Image: "mpi:test"}}}}
+	}
+	return &kubeflow.MPIJob{
+		TypeMeta: metav1.TypeMeta{APIVersion: "kubeflow.org/v1", Kind: "MPIJob"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: "ns",
+			UID:       types.UID(name + "-uid"),
+		},
+		Spec: kubeflow.MPIJobSpec{
+			MPIReplicaSpecs: map[common.ReplicaType]*common.ReplicaSpec{
+				kubeflow.MPIReplicaTypeLauncher: {Replicas: ptr[int32](1), Template: container("launcher")},
+				kubeflow.MPIReplicaTypeWorker:   {Replicas: ptr(workers), Template: container("worker")},
+			},
+		},
+	}
+}
+
+// defaulted returns a defaulted copy, as the controller sees the job.
+func defaulted(job *kubeflow.MPIJob) *kubeflow.MPIJob {
+	d := job.DeepCopy()
+	kubeflow.SetDefaults_MPIJob(d)
+	return d
+}
+
+// withPhase sets a pod's phase and returns it.
+func withPhase(pod *corev1.Pod, phase corev1.PodPhase) *corev1.Pod {
+	pod.Status.Phase = phase
+	return pod
+}
+
+// existingWorkers returns the worker pods of job as the controller created them.
+func existingWorkers(job *kubeflow.MPIJob, phase corev1.PodPhase, indices ...int) []*corev1.Pod {
+	d := defaulted(job)
+	var out []*corev1.Pod
+	for _, i := range indices {
+		p := newWorker(d, i, "")
+		p.UID = types.UID(p.Name + "-uid")
+		out = append(out, withPhase(p, phase))
+	}
+	return out
+}
+
+func existingLauncher(job *kubeflow.MPIJob, phase corev1.PodPhase) *corev1.Pod {
+	p := newLauncher(defaulted(job), launcherOptions{deliveryImage: testDeliveryImage})
+	p.UID = types.UID(p.Name + "-uid")
+	return withPhase(p, phase)
+}
+
+// withChildren adds the job's ConfigMap (for hosts), ServiceAccount, Role
+// (for exec) and RoleBinding as the controller made them.
+func (f *fixture) withChildren(job *kubeflow.MPIJob, hosts hostLists, exec []string) {
+	d := defaulted(job)
+	f.cms = append(f.cms, newConfigMap(d, hosts, 0))
+	f.sas = append(f.sas, newLauncherServiceAccount(d))
+	f.roles = append(f.roles, newLauncherRole(d, exec))
+	f.bindings = append(f.bindings, newLauncherRoleBinding(d))
+}
+
+// fakePodGroups records PodGroup writes. Only what the controller calls is
+// implemented; anything else panics through the nil interface.
+type fakePodGroups struct {
+	volcanotyped.PodGroupInterface
+	created, updated []*volcanov1beta1.PodGroup
+}
+
+func (f *fakePodGroups) Create(_ context.Context, pg *volcanov1beta1.PodGroup, _ metav1.CreateOptions) (*volcanov1beta1.PodGroup, error) {
+	f.created = append(f.created, pg)
+	return pg, nil
+}
+
+func (f *fakePodGroups) Update(_ context.Context, pg *volcanov1beta1.PodGroup, _ metav1.UpdateOptions) (*volcanov1beta1.PodGroup, error) {
+	f.updated = append(f.updated, pg)
+	return pg, nil
+}

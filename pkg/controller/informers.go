@@ -1,0 +1,150 @@
+package controller
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	volcanoinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
+	mpiinformers "github.com/kubeflow/mpi-operator/pkg/client/informers/externalversions"
+)
+
+// Config holds the operator-wide settings of the controller.
+type Config struct {
+	// Namespace limits the controller to one namespace; empty means all.
+	Namespace string
+	// KubectlDeliveryImage is the image of the launcher's init container.
+	KubectlDeliveryImage string
+	// GangSchedulerName turns on gang scheduling with volcano PodGroups;
+	// empty means off.
+	GangSchedulerName string
+	// RefreshLauncher annotates the launcher after each change of
+	// discover_hosts.sh, so that the kubelet refreshes its volume at once.
+	RefreshLauncher bool
+}
+
+// Informers holds the informer factories the controller reads from. Pods and
+// the ConfigMaps and ServiceAccounts of jobs are watched through label
+// filters, and every cached object is trimmed to what the controller reads,
+// so that memory grows with the jobs' own objects only.
+type Informers struct {
+	jobs     mpiinformers.SharedInformerFactory
+	pods     informers.SharedInformerFactory // pods of MPIJobs
+	labelled informers.SharedInformerFactory // ConfigMaps and ServiceAccounts of MPIJobs
+	rbac     informers.SharedInformerFactory
+	volcano  volcanoinformers.SharedInformerFactory // nil without gang scheduling
+}
+
+// NewInformers returns the factories for cfg. volcanoClient may be nil when
+// gang scheduling is off. Nothing is resynced periodically: the controller
+// acts on changes, and retries its own failures.
+func NewInformers(kubeClient kubernetes.Interface, mpiClient clientset.Interface, volcanoClient volcanoclient.Interface, cfg Config) *Informers {
+	ns := informers.WithNamespace(cfg.Namespace)
+	withLabel := func(key string) informers.SharedInformerOption {
+		return informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = key })
+	}
+	inf := &Informers{
+		jobs: mpiinformers.NewSharedInformerFactoryWithOptions(mpiClient, resyncNever,
+			mpiinformers.WithNamespace(cfg.Namespace), mpiinformers.WithTransform(trimManagedFields)),
+		pods: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
+			withLabel(labelMPIJobName), informers.WithTransform(trimPod)),
+		labelled: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
+			withLabel(labelApp), informers.WithTransform(trimConfigMap)),
+		rbac: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
+			informers.WithTransform(trimManagedFields)),
+	}
+	if volcanoClient != nil && cfg.GangSchedulerName != "" {
+		inf.volcano = volcanoinformers.NewSharedInformerFactoryWithOptions(volcanoClient, resyncNever,
+			volcanoinformers.WithNamespace(cfg.Namespace),
+			volcanoinformers.WithTransform(trimManagedFields))
+	}
+	return inf
+}
+
+// Start starts every informer the controller asked for.
+func (i *Informers) Start(stopCh <-chan struct{}) {
+	i.jobs.Start(stopCh)
+	i.pods.Start(stopCh)
+	i.labelled.Start(stopCh)
+	i.rbac.Start(stopCh)
+	if i.volcano != nil {
+		i.volcano.Start(stopCh)
+	}
+}
+
+// Shutdown waits for the informers' goroutines after their stop channel
+// closed.
+func (i *Informers) Shutdown() {
+	i.jobs.Shutdown()
+	i.pods.Shutdown()
+	i.labelled.Shutdown()
+	i.rbac.Shutdown()
+	if i.volcano != nil {
+		i.volcano.Shutdown()
+	}
+}
+
+func trimManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		m.GetObjectMeta().SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// trimPod keeps the parts of a pod that the controller reads: its metadata,
+// phase, reason, Ready condition and how its containers ended.
+func trimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return trimManagedFields(obj)
+	}
+	pod.ManagedFields = nil
+	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	var ready []corev1.PodCondition
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			ready = append(ready, corev1.PodCondition{Type: c.Type, Status: c.Status})
+		}
+	}
+	statuses := make([]corev1.ContainerStatus, 0, len(pod.Status.ContainerStatuses))
+	for _, s := range pod.Status.ContainerStatuses {
+		trimmed := corev1.ContainerStatus{Name: s.Name, RestartCount: s.RestartCount}
+		if t := s.State.Terminated; t != nil {
+			trimmed.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
+		}
+		statuses = append(statuses, trimmed)
+	}
+	pod.Status = corev1.PodStatus{
+		Phase:             pod.Status.Phase,
+		Reason:            pod.Status.Reason,
+		Message:           pod.Status.Message,
+		Conditions:        ready,
+		ContainerStatuses: statuses,
+		StartTime:         pod.Status.StartTime,
+	}
+	return pod, nil
+}
+
+// trimConfigMap drops the data of ConfigMaps that no MPIJob controls: the
+// label filter lets through any ConfigMap labelled "app".
+func trimConfigMap(obj any) (any, error) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return trimManagedFields(obj)
+	}
+	cm.ManagedFields = nil
+	if ref := metav1.GetControllerOf(cm); ref == nil || ref.Kind != kubeflow.Kind {
+		cm.Data = nil
+		cm.BinaryData = nil
+	}
+	return cm, nil
+}
+
+// resyncNever documents that the informers have no periodic resync.
+const resyncNever time.Duration = 0

@@ -1,0 +1,204 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
+)
+
+const reasonPodEvicted = "Evicted"
+
+// checkLauncherOutcome acts on a launcher that has ended or restarts too
+// often. It reports whether the job has finished.
+func (c *MPIJobController) checkLauncherOutcome(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, now metav1.Time) (bool, error) {
+	if launcher == nil || launcher.DeletionTimestamp != nil {
+		return false, nil
+	}
+	spec := job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher]
+	limit := backoffLimit(job)
+	switch launcher.Status.Phase {
+	case corev1.PodSucceeded:
+		msg := fmt.Sprintf("MPIJob %s/%s successfully completed.", job.Namespace, job.Name)
+		if setCondition(&job.Status, common.JobSucceeded, reasonSucceeded, msg, now) {
+			job.Status.CompletionTime = &now
+			c.recorder.Event(job, corev1.EventTypeNormal, reasonSucceeded, msg)
+			metrics.JobsSuccessful.Inc()
+		}
+		return true, nil
+	case corev1.PodFailed:
+		return c.launcherFailed(ctx, job, launcher, spec, limit, now)
+	}
+	if limit != nil && spec.RestartPolicy != common.RestartPolicyNever && spec.RestartPolicy != common.RestartPolicyExitCode {
+		if restarts := containerRestarts(launcher); restarts > *limit {
+			msg := fmt.Sprintf("MPIJob %s/%s has failed: its launcher restarted %d times, more than backoffLimit %d.",
+				job.Namespace, job.Name, restarts, *limit)
+			c.failJob(job, reasonBackoffLimitExceeded, msg, now)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// launcherFailed restarts a failed launcher when its restart policy allows
+// and the backoff limit is not reached, and fails the job otherwise.
+func (c *MPIJobController) launcherFailed(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod,
+	spec *common.ReplicaSpec, limit *int32, now metav1.Time) (bool, error) {
+	rs := replicaStatus(&job.Status, kubeflow.MPIReplicaTypeLauncher)
+	tag := fmt.Sprintf("(launcher pod uid %s)", launcher.UID)
+	if cond := findCondition(&job.Status, common.JobRestarting); cond != nil && strings.Contains(cond.Message, tag) {
+		// This failure was acted on already; the deletion has not reached
+		// the cache yet.
+		return false, nil
+	}
+	evicted := launcher.Status.Reason == reasonPodEvicted
+	code, exited := exitCode(job, launcher)
+	restartable := (evicted && spec.RestartPolicy != common.RestartPolicyNever) ||
+		(spec.RestartPolicy == common.RestartPolicyExitCode && exited && code >= 128)
+	if restartable && (limit == nil || rs.Failed < *limit) {
+		if err := c.deletePod(ctx, launcher); err != nil {
+			return false, err
+		}
+		rs.Failed++
+		msg := fmt.Sprintf("MPIJob %s/%s is restarting its launcher after failure %d %s.", job.Namespace, job.Name, rs.Failed, tag)
+		setCondition(&job.Status, common.JobRestarting, reasonRestarting, msg, now)
+		c.recorder.Event(job, corev1.EventTypeWarning, reasonRestarting, msg)
+		return false, nil
+	}
+	reason, msg := reasonFailed, fmt.Sprintf("MPIJob %s/%s has failed", job.Namespace, job.Name)
+	switch {
+	case restartable:
+		reason = reasonBackoffLimitExceeded
+		msg += fmt.Sprintf(": its launcher failed %d times, backoffLimit is %d", rs.Failed+1, *limit)
+	case evicted:
+		reason = reasonEvicted
+		msg += ": its launcher was evicted"
+	case exited:
+		msg += fmt.Sprintf(": its launcher exited with code %d", code)
+	}
+	if c.failJob(job, reason, msg+".", now) {
+		rs.Failed++
+	}
+	return true, nil
+}
+
+func backoffLimit(job *kubeflow.MPIJob) *int32 {
+	if rp := job.Spec.RunPolicy; rp != nil {
+		return rp.BackoffLimit
+	}
+	return nil
+}
+
+func containerRestarts(pod *corev1.Pod) int32 {
+	var n int32
+	for _, s := range pod.Status.ContainerStatuses {
+		n += s.RestartCount
+	}
+	return n
+}
+
+// exitCode is the exit code of the launcher's main container, if it ended.
+func exitCode(job *kubeflow.MPIJob, pod *corev1.Pod) (int32, bool) {
+	spec := job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher]
+	main := spec.Template.Spec.Containers[mainContainerIndex(job, &spec.Template.Spec)].Name
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == main && s.State.Terminated != nil {
+			return s.State.Terminated.ExitCode, true
+		}
+	}
+	return 0, false
+}
+
+// checkEvictedWorkers fails a job without an elastic policy when one of its
+// workers was evicted, as the upstream operator did.
+func (c *MPIJobController) checkEvictedWorkers(job *kubeflow.MPIJob, workers []*corev1.Pod, now metav1.Time) bool {
+	evicted := 0
+	for _, p := range workers {
+		if p.Status.Phase == corev1.PodFailed && p.Status.Reason == reasonPodEvicted {
+			evicted++
+		}
+	}
+	if evicted == 0 {
+		return false
+	}
+	c.failJob(job, reasonEvicted, fmt.Sprintf("%d/%d workers are evicted", evicted, len(workers)), now)
+	return true
+}
+
+// syncLauncher creates the launcher once the rest is in place, or tells a
+// running one that discover_hosts.sh changed by annotating it, which makes
+// the kubelet refresh its ConfigMap volume at once.
+func (c *MPIJobController) syncLauncher(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, cm *corev1.ConfigMap) (*corev1.Pod, error) {
+	hash := hostsHash(cm.Data[discoverHostsKey])
+	metrics.JobInfo.WithLabelValues(launcherName(job), job.Namespace).Set(1)
+	if launcher == nil {
+		opts := launcherOptions{
+			deliveryImage:   c.cfg.KubectlDeliveryImage,
+			gangScheduler:   c.cfg.GangSchedulerName,
+			minReadyWorkers: minReadyWorkers(job),
+			hostsHash:       hash,
+		}
+		created, err := c.kubeClient.CoreV1().Pods(job.Namespace).Create(ctx, newLauncher(job, opts), metav1.CreateOptions{})
+		if err != nil {
+			return nil, c.podCreateError(ctx, job, launcherName(job), err)
+		}
+		klog.FromContext(ctx).V(2).Info("Created launcher", "pod", klog.KObj(created))
+		return created, nil
+	}
+	if !c.cfg.RefreshLauncher || launcher.DeletionTimestamp != nil || podFinished(launcher) ||
+		launcher.Annotations[annotationHostsHash] == hash {
+		return launcher, nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annotationHostsHash, hash)
+	patched, err := c.kubeClient.CoreV1().Pods(job.Namespace).Patch(ctx, launcher.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return launcher, fmt.Errorf("annotating launcher: %w", err)
+	}
+	return patched, nil
+}
+
+// minReadyWorkers is how many workers the launcher waits for before it
+// starts: all of them, or an elastic job's minimum.
+func minReadyWorkers(job *kubeflow.MPIJob) int32 {
+	if ep := job.Spec.ElasticPolicy; ep != nil && ep.MinReplicas != nil {
+		return *ep.MinReplicas
+	}
+	return int32(desiredWorkers(job))
+}
+
+// updateRunning marks the job Running once its launcher runs with enough
+// workers: all of them, or an elastic job's minimum.
+func (c *MPIJobController) updateRunning(job *kubeflow.MPIJob, launcher *corev1.Pod, ws []worker, now metav1.Time) {
+	if launcher == nil || launcher.Status.Phase != corev1.PodRunning || launcher.DeletionTimestamp != nil {
+		return
+	}
+	running := 0
+	for _, w := range ws {
+		if w.live() && w.running() {
+			running++
+		}
+	}
+	if int32(running) < minReadyWorkers(job) {
+		return
+	}
+	msg := fmt.Sprintf("MPIJob %s/%s is running.", job.Namespace, job.Name)
+	if setCondition(&job.Status, common.JobRunning, reasonRunning, msg, now) {
+		c.recorder.Event(job, corev1.EventTypeNormal, reasonRunning, msg)
+	}
+}
+
+func podFinished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}

@@ -1,0 +1,116 @@
+package controller
+
+import (
+	"strconv"
+	"strings"
+
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+)
+
+// Names, labels and paths that running jobs and the upstream operator share
+// with this one; changing any of them breaks in-place upgrades.
+const (
+	labelGroupName    = "group-name"
+	labelMPIJobName   = "mpi-job-name"
+	labelMPIRole      = "mpi-job-role"
+	labelReplicaIndex = "replica-index"
+	labelApp          = "app"
+
+	roleLauncher = "launcher"
+	roleWorker   = "worker"
+
+	configSuffix   = "-config"
+	launcherSuffix = "-launcher"
+	workerInfix    = "-worker-"
+
+	configVolumeName  = "mpi-job-config"
+	kubectlVolumeName = "mpi-job-kubectl"
+	configMountPath   = "/etc/mpi"
+	kubectlMountPath  = "/opt/kube"
+
+	hostfileKey      = "hostfile"
+	kubexecKey       = "kubexec.sh"
+	discoverHostsKey = "discover_hosts.sh"
+
+	kubectlDeliveryName = "kubectl-delivery"
+)
+
+// Annotations this operator writes.
+const (
+	// annotationDrainingSince marks a worker chosen for removal: it has left
+	// discover_hosts.sh and is deleted once the drain period has passed.
+	annotationDrainingSince = "mpi-operator.kubeflow.org/draining-since"
+	// annotationNextWorkerIndex on the ConfigMap of an elastic job is the
+	// lowest worker index the job has never used.
+	annotationNextWorkerIndex = "mpi-operator.kubeflow.org/next-worker-index"
+	// annotationHostsHash on the launcher changes with discover_hosts.sh, so
+	// that the kubelet refreshes the launcher's ConfigMap volume at once.
+	annotationHostsHash = "mpi-operator.kubeflow.org/hosts-hash"
+	// annotationDeletionCost ranks workers for scale-in as it ranks the pods
+	// of a ReplicaSet: lower cost goes first.
+	annotationDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
+	// annotationVolcanoGroup ties a pod to its volcano PodGroup.
+	annotationVolcanoGroup = "scheduling.k8s.io/group-name"
+)
+
+func configMapName(job *kubeflow.MPIJob) string { return job.Name + configSuffix }
+func launcherName(job *kubeflow.MPIJob) string  { return job.Name + launcherSuffix }
+func workerName(job *kubeflow.MPIJob, index int) string {
+	return job.Name + workerInfix + strconv.Itoa(index)
+}
+
+// podLabels are the labels every pod of the job carries besides its
+// template's.
+func podLabels(job *kubeflow.MPIJob, role string) map[string]string {
+	return map[string]string{
+		labelGroupName:  kubeflow.GroupName,
+		labelMPIJobName: job.Name,
+		labelMPIRole:    role,
+	}
+}
+
+// workerSelector selects the job's workers in its namespace.
+func workerSelector(job *kubeflow.MPIJob) labels.Selector {
+	return labels.SelectorFromSet(podLabels(job, roleWorker))
+}
+
+// workerIndex tells a worker's index from its labels, either key, or else
+// from its name's numeric suffix. ok is false for a pod that has none.
+func workerIndex(job *kubeflow.MPIJob, pod *corev1.Pod) (index int, ok bool) {
+	for _, key := range []string{labelReplicaIndex, common.ReplicaIndexLabel} {
+		if v, found := pod.Labels[key]; found {
+			if i, ok := parseIndex(v); ok {
+				return i, true
+			}
+		}
+	}
+	suffix, found := strings.CutPrefix(pod.Name, job.Name+workerInfix)
+	if !found {
+		return 0, false
+	}
+	return parseIndex(suffix)
+}
+
+// parseIndex accepts a worker index only in the form the controller writes
+// it: a decimal number without sign or leading zeros.
+func parseIndex(s string) (int, bool) {
+	i, err := strconv.Atoi(s)
+	if err != nil || i < 0 || strconv.Itoa(i) != s {
+		return 0, false
+	}
+	return i, true
+}
+
+// parseGroupVersion returns the group of an ownerReference's apiVersion.
+func parseGroupVersion(apiVersion string) (string, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return "", err
+	}
+	return gv.Group, nil
+}

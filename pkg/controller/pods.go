@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
+)
+
+// Event reasons of the worker lifecycle.
+const (
+	eventScalingUp    = "WorkersScalingUp"
+	eventDraining     = "WorkersDraining"
+	eventScaledDown   = "WorkersScaledDown"
+	eventDeletingPods = "DeletingPods"
+)
+
+// createWorkers creates the workers with the given indices. The Role already
+// allows the launcher to exec into them.
+func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJob, indices []int) error {
+	if len(indices) == 0 {
+		return nil
+	}
+	for _, i := range indices {
+		pod := newWorker(job, i, c.cfg.GangSchedulerName)
+		if _, err := c.kubeClient.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return c.podCreateError(ctx, job, pod.Name, err)
+		}
+	}
+	klog.FromContext(ctx).V(2).Info("Created workers", "indices", indices)
+	c.recorder.Eventf(job, corev1.EventTypeNormal, eventScalingUp, "Created %d worker(s): %s",
+		len(indices), joinNames(job, indices))
+	metrics.WorkerResizes.WithLabelValues("up").Inc()
+	return nil
+}
+
+// podCreateError explains a failed pod creation. A pod of that name that the
+// job does not control is reported as such.
+func (c *MPIJobController) podCreateError(ctx context.Context, job *kubeflow.MPIJob, name string, err error) error {
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating pod %s: %w", name, err)
+	}
+	existing, getErr := c.kubeClient.CoreV1().Pods(job.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if getErr == nil && !metav1.IsControlledBy(existing, job) {
+		c.resourceExists(job, "Pod", name)
+		return errResourceExists
+	}
+	return fmt.Errorf("creating pod %s: %w", name, err)
+}
+
+// markDraining takes the given workers out of discover_hosts.sh: the mark is
+// on the pod itself, so that it outlives a restart of the controller.
+func (c *MPIJobController) markDraining(ctx context.Context, job *kubeflow.MPIJob, pods []*corev1.Pod, now metav1.Time) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annotationDrainingSince, now.UTC().Format(time.RFC3339))
+	names := make([]string, 0, len(pods))
+	for _, p := range pods {
+		_, err := c.kubeClient.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("marking worker %s draining: %w", p.Name, err)
+		}
+		names = append(names, p.Name)
+	}
+	klog.FromContext(ctx).V(2).Info("Draining workers", "pods", names)
+	c.recorder.Eventf(job, corev1.EventTypeNormal, eventDraining, "Draining %d worker(s) before deletion: %v", len(names), names)
+	return nil
+}
+
+// deleteWorkers deletes workers that no discovery script lists any more.
+func (c *MPIJobController) deleteWorkers(ctx context.Context, job *kubeflow.MPIJob, pods []*corev1.Pod) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(pods))
+	for _, p := range pods {
+		if err := c.deletePod(ctx, p); err != nil {
+			return err
+		}
+		names = append(names, p.Name)
+	}
+	klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", names)
+	c.recorder.Eventf(job, corev1.EventTypeNormal, eventScaledDown, "Deleted %d worker(s): %v", len(names), names)
+	metrics.WorkerResizes.WithLabelValues("down").Inc()
+	return nil
+}
+
+// deletePod deletes exactly this pod: not a newer one of the same name.
+func (c *MPIJobController) deletePod(ctx context.Context, pod *corev1.Pod) error {
+	uid := pod.UID
+	err := c.kubeClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	}
+	return nil
+}
+
+// observeDiscovery records, for workers just listed, how long after turning
+// Running they reached discover_hosts.sh.
+func (c *MPIJobController) observeDiscovery(ws []worker, listed []string) {
+	if len(listed) == 0 {
+		return
+	}
+	in := make(map[string]bool, len(listed))
+	for _, n := range listed {
+		in[n] = true
+	}
+	now := c.clock.Now()
+	for _, w := range ws {
+		if !in[w.pod.Name] {
+			continue
+		}
+		if since, ok := c.takeRunningSince(w.pod.UID); ok {
+			metrics.DiscoveryLatency.Observe(now.Sub(since).Seconds())
+		}
+	}
+}
+
+func joinNames(job *kubeflow.MPIJob, indices []int) string {
+	names := make([]string, len(indices))
+	for i, idx := range indices {
+		names[i] = workerName(job, idx)
+	}
+	return fmt.Sprint(names)
+}

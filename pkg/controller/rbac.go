@@ -1,0 +1,90 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+)
+
+// syncLauncherRBAC makes sure the launcher's ServiceAccount, Role and
+// RoleBinding exist, and that the Role allows exec into exactly the workers
+// named in exec. It runs before any new worker is created.
+func (c *MPIJobController) syncLauncherRBAC(ctx context.Context, job *kubeflow.MPIJob, exec []string) error {
+	if _, err := ensure(ctx, c, job, c.serviceAccountChild(), newLauncherServiceAccount(job)); err != nil {
+		return err
+	}
+	if _, err := ensure(ctx, c, job, c.roleChild(), newLauncherRole(job, exec)); err != nil {
+		return err
+	}
+	_, err := ensure(ctx, c, job, c.roleBindingChild(), newLauncherRoleBinding(job))
+	return err
+}
+
+func (c *MPIJobController) serviceAccountChild() child[*corev1.ServiceAccount] {
+	return child[*corev1.ServiceAccount]{
+		kind: "ServiceAccount",
+		get: func(ns, name string) (*corev1.ServiceAccount, error) {
+			return c.saLister.ServiceAccounts(ns).Get(name)
+		},
+		create: func(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
+			return c.kubeClient.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{})
+		},
+		update: func(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
+			return c.kubeClient.CoreV1().ServiceAccounts(sa.Namespace).Update(ctx, sa, metav1.UpdateOptions{})
+		},
+		// Nothing of a ServiceAccount is the controller's beyond its name.
+		merge: func(cur, _ *corev1.ServiceAccount) (*corev1.ServiceAccount, bool) { return cur, false },
+	}
+}
+
+func (c *MPIJobController) roleChild() child[*rbacv1.Role] {
+	return child[*rbacv1.Role]{
+		kind: "Role",
+		get: func(ns, name string) (*rbacv1.Role, error) {
+			return c.roleLister.Roles(ns).Get(name)
+		},
+		create: func(ctx context.Context, r *rbacv1.Role) (*rbacv1.Role, error) {
+			return c.kubeClient.RbacV1().Roles(r.Namespace).Create(ctx, r, metav1.CreateOptions{})
+		},
+		update: func(ctx context.Context, r *rbacv1.Role) (*rbacv1.Role, error) {
+			return c.kubeClient.RbacV1().Roles(r.Namespace).Update(ctx, r, metav1.UpdateOptions{})
+		},
+		merge: func(cur, want *rbacv1.Role) (*rbacv1.Role, bool) {
+			if equality.Semantic.DeepEqual(cur.Rules, want.Rules) {
+				return cur, false
+			}
+			merged := cur.DeepCopy()
+			merged.Rules = want.Rules
+			return merged, true
+		},
+	}
+}
+
+func (c *MPIJobController) roleBindingChild() child[*rbacv1.RoleBinding] {
+	return child[*rbacv1.RoleBinding]{
+		kind: "RoleBinding",
+		get: func(ns, name string) (*rbacv1.RoleBinding, error) {
+			return c.rbLister.RoleBindings(ns).Get(name)
+		},
+		create: func(ctx context.Context, rb *rbacv1.RoleBinding) (*rbacv1.RoleBinding, error) {
+			return c.kubeClient.RbacV1().RoleBindings(rb.Namespace).Create(ctx, rb, metav1.CreateOptions{})
+		},
+		update: func(ctx context.Context, rb *rbacv1.RoleBinding) (*rbacv1.RoleBinding, error) {
+			return c.kubeClient.RbacV1().RoleBindings(rb.Namespace).Update(ctx, rb, metav1.UpdateOptions{})
+		},
+		// The roleRef cannot change; only the subjects can drift.
+		merge: func(cur, want *rbacv1.RoleBinding) (*rbacv1.RoleBinding, bool) {
+			if equality.Semantic.DeepEqual(cur.Subjects, want.Subjects) {
+				return cur, false
+			}
+			merged := cur.DeepCopy()
+			merged.Subjects = want.Subjects
+			return merged, true
+		},
+	}
+}

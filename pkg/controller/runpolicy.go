@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+)
+
+// checkDeadline fails the job once it has been active for longer than
+// runPolicy.activeDeadlineSeconds.
+func (c *MPIJobController) checkDeadline(job *kubeflow.MPIJob, now metav1.Time) bool {
+	left, ok := deadlineLeft(job, now)
+	if !ok || left > 0 {
+		return false
+	}
+	msg := fmt.Sprintf("MPIJob %s/%s has run longer than its activeDeadlineSeconds (%ds).",
+		job.Namespace, job.Name, *job.Spec.RunPolicy.ActiveDeadlineSeconds)
+	c.failJob(job, reasonDeadlineExceeded, msg, now)
+	return true
+}
+
+func (c *MPIJobController) deadlineRequeue(job *kubeflow.MPIJob, now metav1.Time) time.Duration {
+	left, _ := deadlineLeft(job, now)
+	return left
+}
+
+func deadlineLeft(job *kubeflow.MPIJob, now metav1.Time) (time.Duration, bool) {
+	rp := job.Spec.RunPolicy
+	if rp == nil || rp.ActiveDeadlineSeconds == nil || job.Status.StartTime == nil {
+		return 0, false
+	}
+	end := job.Status.StartTime.Add(time.Duration(*rp.ActiveDeadlineSeconds) * time.Second)
+	return end.Sub(now.Time), true
+}
+
+// reconcileFinished winds a finished job down: discover_hosts.sh lists no
+// host any more, the pods that cleanPodPolicy names are deleted (all active
+// pods when the job failed for running too long or restarting too often),
+// and the job itself is deleted once its TTL has passed.
+func (c *MPIJobController) reconcileFinished(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.Pod, now metav1.Time) (time.Duration, error) {
+	if job.Status.CompletionTime == nil {
+		job.Status.CompletionTime = &now
+	}
+	if err := c.clearHosts(ctx, job); err != nil {
+		return 0, err
+	}
+	victims := podsToClean(job, launcher, workers)
+	if len(victims) > 0 {
+		for _, p := range victims {
+			if err := c.deletePod(ctx, p); err != nil {
+				return 0, err
+			}
+		}
+		c.recorder.Eventf(job, corev1.EventTypeNormal, eventDeletingPods, "Deleted %d pod(s) of the finished job", len(victims))
+	}
+	return c.checkTTL(ctx, job, now)
+}
+
+// clearHosts empties the discovery script of a finished job, before any of
+// its workers is deleted. A job that never got a ConfigMap has none to clear.
+func (c *MPIJobController) clearHosts(ctx context.Context, job *kubeflow.MPIJob) error {
+	cur, err := c.cmLister.ConfigMaps(job.Namespace).Get(configMapName(job))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(cur, job) {
+		return nil
+	}
+	want := cur.DeepCopy()
+	want.Data = map[string]string{}
+	for k, v := range cur.Data {
+		want.Data[k] = v
+	}
+	want.Data[discoverHostsKey] = "#!/bin/sh\n"
+	_, err = ensure(ctx, c, job, c.configMapChild(), want)
+	return err
+}
+
+// podsToClean lists the pods of a finished job to delete.
+func podsToClean(job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.Pod) []*corev1.Pod {
+	policy := *job.Spec.CleanPodPolicy
+	stopAll := false
+	if cond := findCondition(&job.Status, common.JobFailed); cond != nil && cond.Status == corev1.ConditionTrue {
+		stopAll = cond.Reason == reasonDeadlineExceeded || cond.Reason == reasonBackoffLimitExceeded
+	}
+	active := func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending || p.Status.Phase == ""
+	}
+	var out []*corev1.Pod
+	for _, p := range workers {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if stopAll || policy == common.CleanPodPolicyAll || (policy == common.CleanPodPolicyRunning && active(p)) {
+			out = append(out, p)
+		}
+	}
+	// A finished launcher stays for its logs; one still running is stopped
+	// when the job is stopped or its pods are cleaned up.
+	if launcher != nil && launcher.DeletionTimestamp == nil && active(launcher) &&
+		(stopAll || policy != common.CleanPodPolicyNone) {
+		out = append(out, launcher)
+	}
+	return out
+}
+
+// checkTTL deletes a finished job whose ttlSecondsAfterFinished has passed;
+// its children go with it through their owner references.
+func (c *MPIJobController) checkTTL(ctx context.Context, job *kubeflow.MPIJob, now metav1.Time) (time.Duration, error) {
+	rp := job.Spec.RunPolicy
+	if rp == nil || rp.TTLSecondsAfterFinished == nil || job.Status.CompletionTime == nil {
+		return 0, nil
+	}
+	expiry := job.Status.CompletionTime.Add(time.Duration(*rp.TTLSecondsAfterFinished) * time.Second)
+	if left := expiry.Sub(now.Time); left > 0 {
+		return left, nil
+	}
+	uid := job.UID
+	err := c.mpiClient.KubeflowV1().MPIJobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid},
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("deleting MPIJob after its TTL: %w", err)
+	}
+	klog.FromContext(ctx).V(2).Info("Deleted MPIJob after its TTL")
+	c.recorder.Eventf(job, corev1.EventTypeNormal, eventTTLExpired, "Deleted MPIJob %s/%s %ds after it finished", job.Namespace, job.Name, *rp.TTLSecondsAfterFinished)
+	return 0, nil
+}

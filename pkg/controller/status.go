@@ -1,0 +1,172 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+)
+
+// Condition reasons and event reasons. The MPIJob* condition reasons are the
+// upstream operator's; Kubeflow Pipelines and the SDKs read them.
+const (
+	reasonCreated              = "MPIJobCreated"
+	reasonRunning              = "MPIJobRunning"
+	reasonSucceeded            = "MPIJobSucceeded"
+	reasonFailed               = "MPIJobFailed"
+	reasonEvicted              = "MPIJobEvicted"
+	reasonRestarting           = "MPIJobRestarting"
+	reasonDeadlineExceeded     = "DeadlineExceeded"
+	reasonBackoffLimitExceeded = "BackoffLimitExceeded"
+	reasonInvalidSpec          = "InvalidMPIJobSpec"
+
+	eventErrResourceExists = "ErrResourceExists"
+	eventTTLExpired        = "TTLExpired"
+)
+
+// setCondition records a condition of type t as True, following the
+// kubeflow rules: Running and Restarting exclude each other, and a finished
+// job's Running condition turns False. A condition that is True already
+// keeps its place and lastTransitionTime and takes the new reason and
+// message. It reports whether anything changed.
+func setCondition(status *common.JobStatus, t common.JobConditionType, reason, message string, now metav1.Time) bool {
+	if cur := findCondition(status, t); cur != nil && cur.Status == corev1.ConditionTrue {
+		if cur.Reason == reason && cur.Message == message {
+			return false
+		}
+		cur.Reason, cur.Message, cur.LastUpdateTime = reason, message, now
+		return true
+	}
+	kept := status.Conditions[:0]
+	for _, c := range status.Conditions {
+		switch {
+		case c.Type == t:
+			continue
+		case t == common.JobRunning && c.Type == common.JobRestarting,
+			t == common.JobRestarting && c.Type == common.JobRunning:
+			continue
+		case (t == common.JobSucceeded || t == common.JobFailed) && c.Type == common.JobRunning && c.Status == corev1.ConditionTrue:
+			c.Status = corev1.ConditionFalse
+			c.LastUpdateTime = now
+			c.LastTransitionTime = now
+		}
+		kept = append(kept, c)
+	}
+	status.Conditions = append(kept, common.JobCondition{
+		Type:               t,
+		Status:             corev1.ConditionTrue,
+		Reason:             reason,
+		Message:            message,
+		LastUpdateTime:     now,
+		LastTransitionTime: now,
+	})
+	return true
+}
+
+func findCondition(status *common.JobStatus, t common.JobConditionType) *common.JobCondition {
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == t {
+			return &status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func hasCondition(status *common.JobStatus, t common.JobConditionType) bool {
+	c := findCondition(status, t)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+func isFinished(status *common.JobStatus) bool {
+	return hasCondition(status, common.JobSucceeded) || hasCondition(status, common.JobFailed)
+}
+
+// initStatus makes sure the fields the API requires are present.
+func initStatus(status *common.JobStatus) {
+	if status.Conditions == nil {
+		status.Conditions = []common.JobCondition{}
+	}
+	if status.ReplicaStatuses == nil {
+		status.ReplicaStatuses = map[common.ReplicaType]*common.ReplicaStatus{}
+	}
+}
+
+// replicaStatus returns the status of one replica type, created if missing.
+func replicaStatus(status *common.JobStatus, rt common.ReplicaType) *common.ReplicaStatus {
+	initStatus(status)
+	rs := status.ReplicaStatuses[rt]
+	if rs == nil {
+		rs = &common.ReplicaStatus{}
+		status.ReplicaStatuses[rt] = rs
+	}
+	return rs
+}
+
+// countWorkers fills the Worker replica status from every worker pod of the
+// job, whatever its index.
+func countWorkers(job *kubeflow.MPIJob, workers []*corev1.Pod) {
+	rs := replicaStatus(&job.Status, kubeflow.MPIReplicaTypeWorker)
+	rs.Active, rs.Succeeded, rs.Failed = 0, 0, 0
+	rs.Selector = workerSelector(job).String()
+	for _, p := range workers {
+		switch p.Status.Phase {
+		case corev1.PodRunning:
+			if p.DeletionTimestamp == nil {
+				rs.Active++
+			}
+		case corev1.PodSucceeded:
+			rs.Succeeded++
+		case corev1.PodFailed:
+			rs.Failed++
+		}
+	}
+}
+
+// countLauncher fills the Launcher replica status. Failed is not derived
+// from the pod: it counts every launcher pod that failed, restarted ones
+// included, and only checkLauncherOutcome raises it.
+func countLauncher(job *kubeflow.MPIJob, launcher *corev1.Pod) {
+	rs := replicaStatus(&job.Status, kubeflow.MPIReplicaTypeLauncher)
+	rs.Active, rs.Succeeded = 0, 0
+	if launcher == nil {
+		return
+	}
+	switch launcher.Status.Phase {
+	case corev1.PodRunning:
+		if launcher.DeletionTimestamp == nil {
+			rs.Active = 1
+		}
+	case corev1.PodSucceeded:
+		rs.Succeeded = 1
+	}
+}
+
+// writeStatus sends the job's status to the API server if it differs from
+// what the informer saw, in one request through the status subresource.
+func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatus, job *kubeflow.MPIJob) error {
+	initStatus(&job.Status)
+	cur := job.Status.DeepCopy()
+	cur.LastReconcileTime = old.LastReconcileTime
+	if equality.Semantic.DeepEqual(old, cur) {
+		return nil
+	}
+	now := metav1.NewTime(c.clock.Now())
+	job.Status.LastReconcileTime = &now
+	_, err := c.mpiClient.KubeflowV1().MPIJobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		// Deleted meanwhile, by its TTL or by a user.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("updating status: %w", err)
+	}
+	klog.FromContext(ctx).V(4).Info("Updated status", "conditions", len(job.Status.Conditions))
+	return nil
+}

@@ -1,0 +1,196 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
+)
+
+// syncHandler brings one MPIJob's children and status in line with its
+// spec. Everything it decides is derived from the cluster as the informers
+// see it, so a restarted controller carries on where the last one stopped.
+// It returns how long to wait before the job needs another look, if it does.
+func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		logger.Error(err, "Dropping malformed key")
+		return 0, nil
+	}
+	shared, err := c.jobLister.MPIJobs(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		metrics.JobInfo.DeleteLabelValues(name+launcherSuffix, ns)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if shared.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	job := shared.DeepCopy()
+	kubeflow.SetDefaults_MPIJob(job)
+	initStatus(&job.Status)
+	now := metav1.NewTime(c.clock.Now())
+
+	requeue, err := c.reconcile(ctx, job, now)
+	if statusErr := c.writeStatus(ctx, &shared.Status, job); statusErr != nil && err == nil {
+		err = statusErr
+	}
+	return requeue, err
+}
+
+// reconcile acts on a defaulted copy of the job and records the outcome in
+// its status, which the caller writes.
+func (c *MPIJobController) reconcile(ctx context.Context, job *kubeflow.MPIJob, now metav1.Time) (time.Duration, error) {
+	if !isFinished(&job.Status) {
+		if errs := validateJob(job); len(errs) > 0 {
+			c.failJob(job, reasonInvalidSpec, fmt.Sprintf("MPIJob %s/%s is invalid: %v", job.Namespace, job.Name, errs.ToAggregate()), now)
+		} else if findCondition(&job.Status, common.JobCreated) == nil {
+			msg := fmt.Sprintf("MPIJob %s/%s is created.", job.Namespace, job.Name)
+			setCondition(&job.Status, common.JobCreated, reasonCreated, msg, now)
+			c.recorder.Event(job, corev1.EventTypeNormal, reasonCreated, msg)
+			metrics.JobsCreated.Inc()
+		}
+	}
+	if job.Status.StartTime == nil {
+		job.Status.StartTime = &now
+	}
+
+	launcher, err := c.getLauncher(job)
+	if err != nil {
+		return 0, err
+	}
+	workers, err := c.getWorkers(job)
+	if err != nil {
+		return 0, err
+	}
+	countWorkers(job, workers)
+	countLauncher(job, launcher)
+
+	var requeue time.Duration
+	if !isFinished(&job.Status) {
+		requeue, err = c.reconcileActive(ctx, job, launcher, workers, now)
+		if err != nil {
+			return 0, err
+		}
+	}
+	if isFinished(&job.Status) {
+		return c.reconcileFinished(ctx, job, launcher, workers, now)
+	}
+	return requeue, nil
+}
+
+// reconcileActive runs a job that has not finished: the launcher's outcome,
+// the run policy's bounds, then the children in dependency order.
+func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.Pod, now metav1.Time) (time.Duration, error) {
+	if c.checkDeadline(job, now) {
+		return 0, nil
+	}
+	if done, err := c.checkLauncherOutcome(ctx, job, launcher, now); done || err != nil {
+		return 0, err
+	}
+	if job.Spec.ElasticPolicy == nil && c.checkEvictedWorkers(job, workers, now) {
+		return 0, nil
+	}
+
+	ws := toWorkers(job, workers)
+	plan := planWorkers(job, ws, c.recordedNextIndex(job), now.Time)
+	if err := c.markDraining(ctx, job, plan.drain, now); err != nil {
+		return 0, err
+	}
+	cm, err := c.syncConfigMap(ctx, job, plan)
+	if err != nil {
+		return 0, err
+	}
+	c.observeDiscovery(ws, plan.hosts.running)
+	if err := c.syncLauncherRBAC(ctx, job, plan.exec); err != nil {
+		return 0, err
+	}
+	if err := c.syncPodGroup(ctx, job); err != nil {
+		return 0, err
+	}
+	if err := c.createWorkers(ctx, job, plan.create); err != nil {
+		return 0, err
+	}
+	if err := c.deleteWorkers(ctx, job, plan.remove); err != nil {
+		return 0, err
+	}
+	launcher, err = c.syncLauncher(ctx, job, launcher, cm)
+	if err != nil {
+		return 0, err
+	}
+	c.updateRunning(job, launcher, ws, now)
+	return minPositive(plan.requeue, c.deadlineRequeue(job, now)), nil
+}
+
+// getLauncher returns the job's launcher pod, or nil when there is none.
+func (c *MPIJobController) getLauncher(job *kubeflow.MPIJob) (*corev1.Pod, error) {
+	pod, err := c.podLister.Pods(job.Namespace).Get(launcherName(job))
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(pod, job) {
+		c.resourceExists(job, "Pod", pod.Name)
+		return nil, errResourceExists
+	}
+	return pod, nil
+}
+
+// getWorkers returns every worker pod the job controls, in its namespace.
+func (c *MPIJobController) getWorkers(job *kubeflow.MPIJob) ([]*corev1.Pod, error) {
+	pods, err := c.podLister.Pods(job.Namespace).List(workerSelector(job))
+	if err != nil {
+		return nil, err
+	}
+	out := pods[:0:0]
+	for _, p := range pods {
+		if metav1.IsControlledBy(p, job) {
+			out = append(out, p)
+		}
+	}
+	// The lister's order is random; acting in name order keeps every sync's
+	// requests in the same order.
+	slices.SortFunc(out, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// failJob marks the job Failed with reason and says so in a Warning event.
+// It reports whether the job was not Failed for that reason before.
+func (c *MPIJobController) failJob(job *kubeflow.MPIJob, reason, msg string, now metav1.Time) bool {
+	if !setCondition(&job.Status, common.JobFailed, reason, msg, now) {
+		return false
+	}
+	if job.Status.CompletionTime == nil {
+		job.Status.CompletionTime = &now
+	}
+	c.recorder.Event(job, corev1.EventTypeWarning, reason, msg)
+	metrics.JobsFailed.Inc()
+	return true
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	default:
+		return min(a, b)
+	}
+}

@@ -1,0 +1,647 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+)
+
+func TestFirstSyncCreatesChildrenInOrder(t *testing.T) {
+	f := newFixture(t)
+	job := newTestJob("pi", 2)
+	f.jobs = append(f.jobs, job)
+
+	if d := f.sync(job); d != 0 {
+		t.Errorf("requeue = %v, want none", d)
+	}
+	f.expectKubeWrites(
+		create("configmaps", "pi-config"),
+		create("serviceaccounts", "pi-launcher"),
+		create("roles", "pi-launcher"),
+		create("rolebindings", "pi-launcher"),
+		create("pods", "pi-worker-0"),
+		create("pods", "pi-worker-1"),
+		create("pods", "pi-launcher"),
+	)
+	f.expectMPIWrites(statusUpdate("pi"))
+
+	d := defaulted(job)
+	hosts := hostLists{desired: []string{"pi-worker-0", "pi-worker-1"}}
+	if diff := cmp.Diff(newConfigMap(d, hosts, 0), createdObject[*corev1.ConfigMap](f, "configmaps", "pi-config")); diff != "" {
+		t.Errorf("ConfigMap (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(newLauncherRole(d, hosts.desired), createdObject[*rbacv1.Role](f, "roles", "pi-launcher")); diff != "" {
+		t.Errorf("Role (-want +got):\n%s", diff)
+	}
+	wantLauncher := newLauncher(d, launcherOptions{
+		deliveryImage: testDeliveryImage, minReadyWorkers: 2, hostsHash: hostsHash("#!/bin/sh\n"),
+	})
+	if diff := cmp.Diff(wantLauncher, createdObject[*corev1.Pod](f, "pods", "pi-launcher")); diff != "" {
+		t.Errorf("launcher (-want +got):\n%s", diff)
+	}
+
+	now := metav1.NewTime(testNow)
+	want := common.JobStatus{
+		Conditions: []common.JobCondition{{
+			Type: common.JobCreated, Status: corev1.ConditionTrue, Reason: reasonCreated,
+			Message: "MPIJob ns/pi is created.", LastUpdateTime: now, LastTransitionTime: now,
+		}},
+		ReplicaStatuses: map[common.ReplicaType]*common.ReplicaStatus{
+			kubeflow.MPIReplicaTypeLauncher: {},
+			kubeflow.MPIReplicaTypeWorker:   {Selector: "group-name=kubeflow.org,mpi-job-name=pi,mpi-job-role=worker"},
+		},
+		StartTime:         &now,
+		LastReconcileTime: &now,
+	}
+	if diff := cmp.Diff(want, f.writtenStatus()); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	wantEvents := []string{
+		"Normal MPIJobCreated MPIJob ns/pi is created.",
+		"Normal WorkersScalingUp Created 2 worker(s): [pi-worker-0 pi-worker-1]",
+	}
+	if diff := cmp.Diff(wantEvents, f.events()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestFirstSyncWithGangScheduling(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.GangSchedulerName = "volcano"
+	job := newTestJob("pi", 3)
+	job.Spec.RunPolicy = &common.RunPolicy{SchedulingPolicy: &common.SchedulingPolicy{Queue: "research"}}
+	f.jobs = append(f.jobs, job)
+
+	f.sync(job)
+	if len(f.podGroups.created) != 1 {
+		t.Fatalf("PodGroups created: %d, want 1", len(f.podGroups.created))
+	}
+	if diff := cmp.Diff(newPodGroup(defaulted(job), 4), f.podGroups.created[0]); diff != "" {
+		t.Errorf("PodGroup (-want +got):\n%s", diff)
+	}
+	if got := f.podGroups.created[0].Spec.Queue; got != "research" {
+		t.Errorf("queue = %q", got)
+	}
+	w := createdObject[*corev1.Pod](f, "pods", "pi-worker-0")
+	if w.Spec.SchedulerName != "volcano" || w.Annotations[annotationVolcanoGroup] != "pi" {
+		t.Errorf("worker scheduler %q, group annotation %q", w.Spec.SchedulerName, w.Annotations[annotationVolcanoGroup])
+	}
+}
+
+func TestPodGroupFollowsResize(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.GangSchedulerName = "volcano"
+	job := newTestJob("pi", 4)
+	f.jobs = append(f.jobs, job)
+	old := newPodGroup(defaulted(job), 3)
+	f.groups = append(f.groups, old)
+
+	f.sync(job)
+	if len(f.podGroups.updated) != 1 || f.podGroups.updated[0].Spec.MinMember != 5 {
+		t.Fatalf("PodGroup updates %v, want one with minMember 5", f.podGroups.updated)
+	}
+}
+
+func TestChildNotControlledStopsSync(t *testing.T) {
+	foreign := metav1.ObjectMeta{Namespace: "ns", Labels: map[string]string{labelApp: "pi", labelMPIJobName: "pi", labelMPIRole: roleLauncher}}
+	named := func(name string) metav1.ObjectMeta { m := *foreign.DeepCopy(); m.Name = name; return m }
+	cases := map[string]struct {
+		setup func(f *fixture)
+		want  []action
+	}{
+		"ConfigMap": {
+			setup: func(f *fixture) { f.cms = append(f.cms, &corev1.ConfigMap{ObjectMeta: named("pi-config")}) },
+		},
+		"ServiceAccount": {
+			setup: func(f *fixture) { f.sas = append(f.sas, &corev1.ServiceAccount{ObjectMeta: named("pi-launcher")}) },
+			want:  []action{create("configmaps", "pi-config")},
+		},
+		"Role": {
+			setup: func(f *fixture) { f.roles = append(f.roles, &rbacv1.Role{ObjectMeta: named("pi-launcher")}) },
+			want:  []action{create("configmaps", "pi-config"), create("serviceaccounts", "pi-launcher")},
+		},
+		"RoleBinding": {
+			setup: func(f *fixture) {
+				f.bindings = append(f.bindings, &rbacv1.RoleBinding{ObjectMeta: named("pi-launcher")})
+			},
+			want: []action{create("configmaps", "pi-config"), create("serviceaccounts", "pi-launcher"),
+				create("roles", "pi-launcher")},
+		},
+		"launcher Pod": {
+			setup: func(f *fixture) { f.pods = append(f.pods, &corev1.Pod{ObjectMeta: named("pi-launcher")}) },
+		},
+		"worker Pod": {
+			setup: func(f *fixture) {
+				m := named("pi-worker-0")
+				m.Labels = map[string]string{}
+				f.pods = append(f.pods, &corev1.Pod{ObjectMeta: m})
+			},
+			want: []action{create("configmaps", "pi-config"), create("serviceaccounts", "pi-launcher"),
+				create("roles", "pi-launcher"), create("rolebindings", "pi-launcher"), create("pods", "pi-worker-0")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			job := newTestJob("pi", 1)
+			f.jobs = append(f.jobs, job)
+			tc.setup(f)
+			_, err := f.syncErr(job)
+			if !errors.Is(err, errResourceExists) {
+				t.Fatalf("sync error = %v, want errResourceExists", err)
+			}
+			f.expectKubeWrites(tc.want...)
+			events := f.events()
+			found := false
+			for _, e := range events {
+				found = found || strings.HasPrefix(e, "Warning ErrResourceExists ")
+			}
+			if !found {
+				t.Errorf("events %q lack a Warning ErrResourceExists", events)
+			}
+		})
+	}
+}
+
+// runningJob sets up a job whose children exist and whose workers and
+// launcher are Running, as after a few syncs.
+func runningJob(f *fixture, workers int32) *kubeflow.MPIJob {
+	job := newTestJob("pi", workers)
+	var names []string
+	var indices []int
+	for i := range int(workers) {
+		names = append(names, workerName(job, i))
+		indices = append(indices, i)
+	}
+	f.withChildren(job, hostLists{desired: names, running: names}, names)
+	f.pods = append(f.pods, existingWorkers(job, corev1.PodRunning, indices...)...)
+	launcher := existingLauncher(job, corev1.PodRunning)
+	launcher.Annotations = map[string]string{annotationHostsHash: hostsHash(f.cms[0].Data[discoverHostsKey])}
+	f.pods = append(f.pods, launcher)
+	now := metav1.NewTime(testNow.Add(-time.Hour))
+	job.Status = common.JobStatus{
+		Conditions: []common.JobCondition{
+			{Type: common.JobCreated, Status: corev1.ConditionTrue, Reason: reasonCreated, Message: "MPIJob ns/pi is created.", LastUpdateTime: now, LastTransitionTime: now},
+			{Type: common.JobRunning, Status: corev1.ConditionTrue, Reason: reasonRunning, Message: "MPIJob ns/pi is running.", LastUpdateTime: now, LastTransitionTime: now},
+		},
+		ReplicaStatuses: map[common.ReplicaType]*common.ReplicaStatus{
+			kubeflow.MPIReplicaTypeLauncher: {Active: 1},
+			kubeflow.MPIReplicaTypeWorker:   {Active: workers, Selector: workerSelector(job).String()},
+		},
+		StartTime:         &now,
+		LastReconcileTime: &now,
+	}
+	f.jobs = append(f.jobs, job)
+	return job
+}
+
+func TestSteadyStateWritesNothing(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	if d := f.sync(job); d != 0 {
+		t.Errorf("requeue = %v", d)
+	}
+	f.expectKubeWrites()
+	f.expectMPIWrites()
+	if e := f.events(); len(e) != 0 {
+		t.Errorf("events at rest: %q", e)
+	}
+}
+
+func TestLauncherRunningMarksJobRunning(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	job.Status.Conditions = job.Status.Conditions[:1]
+	f.sync(job)
+	f.expectKubeWrites()
+	f.expectMPIWrites(statusUpdate("pi"))
+	st := f.writtenStatus()
+	if !hasCondition(&st, common.JobRunning) {
+		t.Errorf("conditions %+v lack Running", st.Conditions)
+	}
+	if st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Active != 1 || st.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker].Active != 2 {
+		t.Errorf("replica statuses %+v %+v", st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher], st.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker])
+	}
+	if diff := cmp.Diff([]string{"Normal MPIJobRunning MPIJob ns/pi is running."}, f.events()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestNotRunningUntilAllWorkersRun(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	job.Status.Conditions = job.Status.Conditions[:1]
+	f.pods[1].Status.Phase = corev1.PodPending
+	f.cms[0] = newConfigMap(defaulted(job), hostLists{desired: []string{"pi-worker-0", "pi-worker-1"}, running: []string{"pi-worker-0"}}, 0)
+	f.pods[2].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
+	f.sync(job)
+	f.expectKubeWrites()
+	st := f.writtenStatus()
+	if hasCondition(&st, common.JobRunning) {
+		t.Errorf("Running with a Pending worker: %+v", st.Conditions)
+	}
+}
+
+func TestLauncherSucceeded(t *testing.T) {
+	for _, tc := range []struct {
+		policy  common.CleanPodPolicy
+		deletes []action
+	}{
+		{common.CleanPodPolicyNone, nil},
+		{common.CleanPodPolicyRunning, []action{del("pods", "pi-worker-0")}},
+		{common.CleanPodPolicyAll, []action{del("pods", "pi-worker-0"), del("pods", "pi-worker-1")}},
+	} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			f := newFixture(t)
+			job := runningJob(f, 2)
+			job.Spec.CleanPodPolicy = &tc.policy
+			f.pods[1].Status.Phase = corev1.PodSucceeded
+			f.pods[2].Status.Phase = corev1.PodSucceeded
+			f.sync(job)
+			// The discovery script is emptied before any worker goes.
+			f.expectKubeWrites(append([]action{update("configmaps", "pi-config")}, tc.deletes...)...)
+			if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != "#!/bin/sh\n" {
+				t.Errorf("discover_hosts.sh of a finished job = %q", got)
+			}
+			st := f.writtenStatus()
+			if !hasCondition(&st, common.JobSucceeded) || hasCondition(&st, common.JobRunning) {
+				t.Errorf("conditions %+v, want Succeeded and Running False", st.Conditions)
+			}
+			if c := findCondition(&st, common.JobRunning); c == nil || c.Status != corev1.ConditionFalse {
+				t.Errorf("Running condition %+v, want kept as False", c)
+			}
+			if st.CompletionTime == nil || !st.CompletionTime.Time.Equal(testNow) {
+				t.Errorf("completionTime %v", st.CompletionTime)
+			}
+			if st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Succeeded != 1 {
+				t.Errorf("launcher status %+v", st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher])
+			}
+			events := f.events()
+			if len(events) == 0 || events[0] != "Normal MPIJobSucceeded MPIJob ns/pi successfully completed." {
+				t.Errorf("events %q", events)
+			}
+		})
+	}
+}
+
+func TestCleanPodPolicyFromRunPolicy(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 1)
+	all := common.CleanPodPolicyAll
+	job.Spec.RunPolicy = &common.RunPolicy{CleanPodPolicy: &all}
+	f.pods[1].Status.Phase = corev1.PodSucceeded
+	f.sync(job)
+	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"))
+}
+
+func TestLauncherFailed(t *testing.T) {
+	cases := map[string]struct {
+		reason     string
+		exitCode   int32
+		wantReason string
+		wantMsg    string
+	}{
+		"exit":    {exitCode: 1, wantReason: reasonFailed, wantMsg: "MPIJob ns/pi has failed: its launcher exited with code 1."},
+		"evicted": {reason: "Evicted", wantReason: reasonEvicted, wantMsg: "MPIJob ns/pi has failed: its launcher was evicted."},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			job := runningJob(f, 1)
+			l := f.pods[1]
+			l.Status.Phase = corev1.PodFailed
+			l.Status.Reason = tc.reason
+			if tc.reason == "" {
+				l.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "launcher",
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: tc.exitCode}}}}
+			}
+			f.sync(job)
+			f.expectKubeWrites(update("configmaps", "pi-config"))
+			st := f.writtenStatus()
+			c := findCondition(&st, common.JobFailed)
+			if c == nil || c.Reason != tc.wantReason || c.Message != tc.wantMsg {
+				t.Errorf("Failed condition %+v, want reason %s message %q", c, tc.wantReason, tc.wantMsg)
+			}
+			if st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed != 1 {
+				t.Errorf("launcher failed count %d", st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed)
+			}
+			if e := f.events(); len(e) != 1 || !strings.HasPrefix(e[0], "Warning "+tc.wantReason+" ") {
+				t.Errorf("events %q", e)
+			}
+		})
+	}
+}
+
+// failedLauncher makes the fixture's launcher fail with the exit code.
+func failedLauncher(f *fixture, code int32) {
+	l := f.pods[len(f.pods)-1]
+	l.Status.Phase = corev1.PodFailed
+	l.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "launcher",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}}
+}
+
+func TestExitCodeRestartsLauncherWithinBackoffLimit(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 1)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].RestartPolicy = common.RestartPolicyExitCode
+	job.Spec.RunPolicy = &common.RunPolicy{BackoffLimit: ptr[int32](2)}
+	failedLauncher(f, 137)
+
+	f.sync(job)
+	f.expectKubeWrites(del("pods", "pi-launcher"))
+	st := f.writtenStatus()
+	if !hasCondition(&st, common.JobRestarting) || hasCondition(&st, common.JobRunning) {
+		t.Errorf("conditions %+v, want Restarting without Running", st.Conditions)
+	}
+	if got := st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed; got != 1 {
+		t.Errorf("launcher failures %d, want 1", got)
+	}
+
+	// The same failed pod, seen again before its deletion reached the
+	// cache, is not counted twice.
+	job.Status = st
+	f.sync(job)
+	f.expectKubeWrites()
+	f.expectMPIWrites()
+}
+
+func TestExitCodeBackoffLimitExceeded(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 1)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].RestartPolicy = common.RestartPolicyExitCode
+	job.Spec.RunPolicy = &common.RunPolicy{BackoffLimit: ptr[int32](2)}
+	job.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed = 2
+	failedLauncher(f, 137)
+
+	f.sync(job)
+	// The job is stopped: its running worker goes whatever cleanPodPolicy says.
+	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"))
+	st := f.writtenStatus()
+	if c := findCondition(&st, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
+		t.Errorf("Failed condition %+v, want BackoffLimitExceeded", c)
+	}
+}
+
+func TestExitCodePermanentErrorFails(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 1)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].RestartPolicy = common.RestartPolicyExitCode
+	failedLauncher(f, 3)
+	f.sync(job)
+	st := f.writtenStatus()
+	if c := findCondition(&st, common.JobFailed); c == nil || c.Reason != reasonFailed {
+		t.Errorf("Failed condition %+v, want MPIJobFailed", c)
+	}
+}
+
+func TestOnFailureBackoffLimitStopsLauncher(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 1)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].RestartPolicy = common.RestartPolicyOnFailure
+	job.Spec.RunPolicy = &common.RunPolicy{BackoffLimit: ptr[int32](3)}
+	f.pods[1].Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "launcher", RestartCount: 4}}
+
+	f.sync(job)
+	// Backoff failures stop every active pod, whatever cleanPodPolicy says.
+	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"), del("pods", "pi-launcher"))
+	st := f.writtenStatus()
+	if c := findCondition(&st, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
+		t.Errorf("Failed condition %+v", c)
+	}
+}
+
+func TestEvictedWorkerFailsFixedJob(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	f.pods[1].Status.Phase = corev1.PodFailed
+	f.pods[1].Status.Reason = "Evicted"
+	f.sync(job)
+	st := f.writtenStatus()
+	c := findCondition(&st, common.JobFailed)
+	if c == nil || c.Reason != reasonEvicted || c.Message != "1/2 workers are evicted" {
+		t.Errorf("Failed condition %+v", c)
+	}
+}
+
+func TestActiveDeadline(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 1)
+	job.Spec.RunPolicy = &common.RunPolicy{ActiveDeadlineSeconds: ptr[int64](3600)}
+	f.sync(job)
+	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"), del("pods", "pi-launcher"))
+	st := f.writtenStatus()
+	c := findCondition(&st, common.JobFailed)
+	if c == nil || c.Reason != reasonDeadlineExceeded {
+		t.Fatalf("Failed condition %+v, want DeadlineExceeded", c)
+	}
+	if !strings.Contains(c.Message, "activeDeadlineSeconds (3600s)") {
+		t.Errorf("message %q does not name the field", c.Message)
+	}
+}
+
+func TestActiveDeadlineNotYet(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 1)
+	job.Spec.RunPolicy = &common.RunPolicy{ActiveDeadlineSeconds: ptr[int64](3700)}
+	if d := f.sync(job); d != 100*time.Second {
+		t.Errorf("requeue = %v, want the 100s left", d)
+	}
+	f.expectKubeWrites()
+	f.expectMPIWrites()
+}
+
+func finishedJob(f *fixture, ttl *int32, completed time.Time) *kubeflow.MPIJob {
+	job := runningJob(f, 1)
+	job.Spec.RunPolicy = &common.RunPolicy{TTLSecondsAfterFinished: ttl}
+	f.pods[1].Status.Phase = corev1.PodSucceeded
+	f.cms[0].Data[discoverHostsKey] = "#!/bin/sh\n"
+	done := metav1.NewTime(completed)
+	setCondition(&job.Status, common.JobSucceeded, reasonSucceeded, "MPIJob ns/pi successfully completed.", done)
+	job.Status.CompletionTime = &done
+	job.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher] = &common.ReplicaStatus{Succeeded: 1}
+	return job
+}
+
+func TestTTLDeletesFinishedJob(t *testing.T) {
+	f := newFixture(t)
+	job := finishedJob(f, ptr[int32](60), testNow.Add(-61*time.Second))
+	f.sync(job)
+	f.expectKubeWrites()
+	f.expectMPIWrites(del("mpijobs", "pi"))
+}
+
+func TestTTLNotYet(t *testing.T) {
+	f := newFixture(t)
+	job := finishedJob(f, ptr[int32](60), testNow.Add(-20*time.Second))
+	if d := f.sync(job); d != 40*time.Second {
+		t.Errorf("requeue = %v, want 40s", d)
+	}
+	f.expectKubeWrites()
+	f.expectMPIWrites()
+}
+
+func TestScaleUpAllowsExecBeforeCreatingWorkers(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](4)
+	f.sync(job)
+	f.expectKubeWrites(
+		update("configmaps", "pi-config"),
+		update("roles", "pi-launcher"),
+		create("pods", "pi-worker-2"),
+		create("pods", "pi-worker-3"),
+	)
+	role := updatedObject[*rbacv1.Role](f, "roles", "pi-launcher")
+	want := []string{"pi-worker-0", "pi-worker-1", "pi-worker-2", "pi-worker-3"}
+	if diff := cmp.Diff(want, role.Rules[1].ResourceNames); diff != "" {
+		t.Errorf("exec resourceNames (-want +got):\n%s", diff)
+	}
+	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
+	if got := cm.Data[hostfileKey]; got != "pi-worker-0 slots=1\npi-worker-1 slots=1\npi-worker-2 slots=1\npi-worker-3 slots=1\n" {
+		t.Errorf("hostfile %q", got)
+	}
+	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\n" {
+		t.Errorf("discover_hosts.sh %q lists workers that do not run yet", got)
+	}
+}
+
+func TestScaleDownDrainsBeforeDeleting(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 4)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
+
+	if d := f.sync(job); d != 30*time.Second {
+		t.Errorf("requeue = %v, want the 30s drain", d)
+	}
+	f.expectKubeWrites(
+		patchPod("pi-worker-2"),
+		patchPod("pi-worker-3"),
+		update("configmaps", "pi-config"),
+		patchPod("pi-launcher"),
+	)
+	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
+	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\n" {
+		t.Errorf("discover_hosts.sh %q still lists draining workers", got)
+	}
+	if got := cm.Data[hostfileKey]; got != "pi-worker-0 slots=1\npi-worker-1 slots=1\n" {
+		t.Errorf("hostfile %q", got)
+	}
+}
+
+func TestDrainedWorkersAreDeletedAfterDrainPeriod(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 4)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
+	since := testNow.Add(-31 * time.Second).Format(time.RFC3339)
+	for _, p := range f.pods[2:4] {
+		p.Annotations = map[string]string{annotationDrainingSince: since}
+	}
+	d := defaulted(job)
+	two := []string{"pi-worker-0", "pi-worker-1"}
+	f.cms[0] = newConfigMap(d, hostLists{desired: two, running: two}, 0)
+	f.pods[4].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
+
+	f.sync(job)
+	// The Role keeps the victims until their deletion is seen.
+	f.expectKubeWrites(del("pods", "pi-worker-2"), del("pods", "pi-worker-3"))
+}
+
+func TestWorkerTurningRunningIsDiscovered(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	d := defaulted(job)
+	two := []string{"pi-worker-0", "pi-worker-1"}
+	f.cms[0] = newConfigMap(d, hostLists{desired: two, running: two[:1]}, 0)
+	f.pods[2].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
+
+	f.sync(job)
+	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
+	if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\n" {
+		t.Errorf("discover_hosts.sh %q", got)
+	}
+}
+
+func TestRefreshLauncherOff(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.RefreshLauncher = false
+	job := runningJob(f, 2)
+	two := []string{"pi-worker-0", "pi-worker-1"}
+	f.cms[0] = newConfigMap(defaulted(job), hostLists{desired: two, running: two[:1]}, 0)
+	f.sync(job)
+	f.expectKubeWrites(update("configmaps", "pi-config"))
+}
+
+func TestZeroWorkersGrantNoExec(t *testing.T) {
+	f := newFixture(t)
+	job := newTestJob("pi", 0)
+	f.jobs = append(f.jobs, job)
+	f.sync(job)
+	role := createdObject[*rbacv1.Role](f, "roles", "pi-launcher")
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			if res == "pods/exec" {
+				t.Errorf("Role with no workers has an exec rule: %+v", r)
+			}
+		}
+	}
+}
+
+func TestInvalidJobFailsWithoutChildren(t *testing.T) {
+	f := newFixture(t)
+	job := newTestJob("pi", 1)
+	delete(job.Spec.MPIReplicaSpecs, kubeflow.MPIReplicaTypeLauncher)
+	f.jobs = append(f.jobs, job)
+	if d := f.sync(job); d != 0 {
+		t.Errorf("requeue = %v, an invalid job must not loop", d)
+	}
+	f.expectKubeWrites()
+	st := f.writtenStatus()
+	c := findCondition(&st, common.JobFailed)
+	if c == nil || c.Reason != reasonInvalidSpec || !strings.Contains(c.Message, "spec.mpiReplicaSpecs[Launcher]") {
+		t.Fatalf("Failed condition %+v, want one naming spec.mpiReplicaSpecs[Launcher]", c)
+	}
+	if e := f.events(); len(e) != 1 || !strings.HasPrefix(e[0], "Warning "+reasonInvalidSpec+" ") || !strings.Contains(e[0], "spec.mpiReplicaSpecs[Launcher]") {
+		t.Errorf("events %q", e)
+	}
+}
+
+func TestSameNameInOtherNamespaceIsIgnored(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	other := newTestJob("pi", 5)
+	other.Namespace = "other"
+	other.UID = "other-uid"
+	f.pods = append(f.pods, existingWorkers(other, corev1.PodRunning, 2, 3, 4)...)
+	f.sync(job)
+	f.expectKubeWrites()
+	f.expectMPIWrites()
+}
+
+func TestDeletedJobIsForgotten(t *testing.T) {
+	f := newFixture(t)
+	job := newTestJob("gone", 1)
+	f.sync(job)
+	f.expectKubeWrites()
+	f.expectMPIWrites()
+}
+
+func TestWorkerOfOtherOwnerIsNotCounted(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 1)
+	stray := existingWorkers(job, corev1.PodRunning, 7)[0]
+	stray.OwnerReferences[0].UID = types.UID("someone-else")
+	f.pods = append(f.pods, stray)
+	f.sync(job)
+	f.expectKubeWrites()
+	f.expectMPIWrites()
+}

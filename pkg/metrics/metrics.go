@@ -1,0 +1,62 @@
+// Package metrics defines the operator's Prometheus metrics. The metric names
+// are those of the upstream operator, so existing dashboards keep working; the
+// elastic metrics are this fork's own.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	// JobsCreated counts MPIJobs the controller saw for the first time.
+	JobsCreated = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mpi_operator_jobs_created_total",
+		Help: "Counts number of MPI jobs created",
+	})
+	// JobsSuccessful counts MPIJobs that succeeded.
+	JobsSuccessful = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mpi_operator_jobs_successful_total",
+		Help: "Counts number of MPI jobs successful",
+	})
+	// JobsFailed counts MPIJobs that failed.
+	JobsFailed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mpi_operator_jobs_failed_total",
+		Help: "Counts number of MPI jobs failed",
+	})
+	// JobInfo has one series per job with its launcher pod's name.
+	JobInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mpi_operator_job_info",
+		Help: "Information about MPIJob",
+	}, []string{"launcher", "namespace"})
+	// IsLeader is 1 while this replica holds the leader lease.
+	IsLeader = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "mpi_operator_is_leader",
+		Help: "Is this client the leader of this mpi-operator client set?",
+	})
+
+	// WorkerResizes counts worker-count changes the controller carried out,
+	// by direction (up or down).
+	WorkerResizes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mpi_operator_worker_resizes_total",
+		Help: "Worker resizes carried out, by direction (up, down).",
+	}, []string{"direction"})
+	// WorkersReplaced counts failed or evicted workers of elastic jobs that
+	// were replaced under a new name.
+	WorkersReplaced = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mpi_operator_workers_replaced_total",
+		Help: "Failed or evicted workers of elastic jobs replaced by new ones.",
+	})
+	// DiscoveryLatency observes the time from a worker turning Running to the
+	// discovery script listing it.
+	DiscoveryLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "mpi_operator_worker_discovery_seconds",
+		Help:    "Time from a worker pod turning Running to discover_hosts.sh listing it.",
+		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+	})
+)
+
+// Register adds every metric to reg. Call it once per registry.
+func Register(reg prometheus.Registerer) {
+	reg.MustRegister(JobsCreated, JobsSuccessful, JobsFailed, JobInfo, IsLeader,
+		WorkerResizes, WorkersReplaced, DiscoveryLatency)
+}
