@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
            -X github.com/kubeflow/mpi-operator/pkg/version.GitCommit=$(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
-        test test-unit clean
+        test test-unit test-integration test-e2e testbin cluster-up cluster-down clean
 
 all: build
 
@@ -42,10 +42,27 @@ verify-codegen:
 lint:
 	$$(hack/tools.sh golangci-lint) run ./...
 
-test: test-unit
+test: test-unit test-integration test-e2e
 
 test-unit:
 	$(GO) test -race -cover ./pkg/... ./cmd/... ./hack/...
+
+# Both suites start their own control plane (hack/cluster-up.sh) on ports of
+# their own; the first run builds it (hack/testbin.sh).
+test-integration: testbin
+	$(GO) test -count=1 -timeout 30m ./test/integration/...
+
+test-e2e: testbin build
+	$(GO) test -count=1 -timeout 30m ./test/e2e/...
+
+testbin:
+	hack/testbin.sh > /dev/null
+
+cluster-up:
+	hack/cluster-up.sh
+
+cluster-down:
+	hack/cluster-down.sh
 
 clean:
 	rm -rf _output

@@ -23,6 +23,7 @@ import (
 
 	kubeflowv1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	scheme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
 	watch "k8s.io/apimachinery/pkg/watch"
@@ -47,6 +48,9 @@ type MPIJobInterface interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*kubeflowv1.MPIJobList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (result *kubeflowv1.MPIJob, err error)
+	GetScale(ctx context.Context, mPIJobName string, options metav1.GetOptions) (*autoscalingv1.Scale, error)
+	UpdateScale(ctx context.Context, mPIJobName string, scale *autoscalingv1.Scale, opts metav1.UpdateOptions) (*autoscalingv1.Scale, error)
+
 	MPIJobExpansion
 }
 
@@ -67,4 +71,33 @@ func newMPIJobs(c *KubeflowV1Client, namespace string) *mPIJobs {
 			func() *kubeflowv1.MPIJobList { return &kubeflowv1.MPIJobList{} },
 		),
 	}
+}
+
+// GetScale takes name of the mPIJob, and returns the corresponding autoscalingv1.Scale object, and an error if there is any.
+func (c *mPIJobs) GetScale(ctx context.Context, mPIJobName string, options metav1.GetOptions) (result *autoscalingv1.Scale, err error) {
+	result = &autoscalingv1.Scale{}
+	err = c.GetClient().Get().
+		Namespace(c.GetNamespace()).
+		Resource("mpijobs").
+		Name(mPIJobName).
+		SubResource("scale").
+		VersionedParams(&options, scheme.ParameterCodec).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// UpdateScale takes the top resource name and the representation of a scale and updates it. Returns the server's representation of the scale, and an error, if there is any.
+func (c *mPIJobs) UpdateScale(ctx context.Context, mPIJobName string, scale *autoscalingv1.Scale, opts metav1.UpdateOptions) (result *autoscalingv1.Scale, err error) {
+	result = &autoscalingv1.Scale{}
+	err = c.GetClient().Put().
+		Namespace(c.GetNamespace()).
+		Resource("mpijobs").
+		Name(mPIJobName).
+		SubResource("scale").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(scale).
+		Do(ctx).
+		Into(result)
+	return
 }

@@ -19,9 +19,14 @@ limitations under the License.
 package fake
 
 import (
+	context "context"
+
 	v1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	kubeflowv1 "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/typed/kubeflow/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gentype "k8s.io/client-go/gentype"
+	testing "k8s.io/client-go/testing"
 )
 
 // fakeMPIJobs implements MPIJobInterface
@@ -45,4 +50,28 @@ func newFakeMPIJobs(fake *FakeKubeflowV1, namespace string) kubeflowv1.MPIJobInt
 		),
 		fake,
 	}
+}
+
+// GetScale takes name of the mPIJob, and returns the corresponding scale object, and an error if there is any.
+func (c *fakeMPIJobs) GetScale(ctx context.Context, mPIJobName string, options metav1.GetOptions) (result *autoscalingv1.Scale, err error) {
+	emptyResult := &autoscalingv1.Scale{}
+	obj, err := c.Fake.
+		Invokes(testing.NewGetSubresourceActionWithOptions(c.Resource(), c.Namespace(), "scale", mPIJobName, options), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*autoscalingv1.Scale), err
+}
+
+// UpdateScale takes the representation of a scale and updates it. Returns the server's representation of the scale, and an error, if there is any.
+func (c *fakeMPIJobs) UpdateScale(ctx context.Context, mPIJobName string, scale *autoscalingv1.Scale, opts metav1.UpdateOptions) (result *autoscalingv1.Scale, err error) {
+	emptyResult := &autoscalingv1.Scale{}
+	obj, err := c.Fake.
+		Invokes(testing.NewUpdateSubresourceActionWithOptions(c.Resource(), "scale", c.Namespace(), scale, opts), &autoscalingv1.Scale{})
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*autoscalingv1.Scale), err
 }

@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# Builds the binaries of the local test control plane from source, at the
+# versions pinned in hack/lib/versions.sh:
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok
+# plus kwok's stage definitions (kwok exits "no stages found" without them).
+#
+# Layout of the cache directory (printed as the last line of stdout):
+#   <dir>/bin/<binary>
+#   <dir>/kwok-stages/{node-fast,node-heartbeat-with-lease,pod-fast}/*.yaml
+#
+# Usage:
+#   hack/testbin.sh              build what is missing, then print the directory
+#   hack/testbin.sh --print-dir  only print the directory (builds nothing)
+#
+# Environment:
+#   MPI_OPERATOR_TESTBIN  cache directory
+#                         (default ~/.cache/mpi-operator/testbin/<version tag>)
+#
+# Everything that is already built (an executable file in bin/) is skipped.
+# A binary is built under a temporary name and moved into place, so an
+# interrupted build never leaves a broken binary behind. The throw-away Go
+# modules live in a temporary directory under the cache directory, never in
+# the work tree. Progress goes to stderr; stdout only carries the directory.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=hack/lib/versions.sh
+source "${ROOT}/hack/lib/versions.sh"
+
+if [[ "${1:-}" == "--print-dir" ]]; then
+  echo "${TESTBIN_DIR}"
+  exit 0
+elif [[ $# -gt 0 ]]; then
+  echo "usage: $0 [--print-dir]" >&2
+  exit 2
+fi
+
+BIN_DIR="${TESTBIN_DIR}/bin"
+STAGES_DIR="${TESTBIN_DIR}/kwok-stages"
+mkdir -p "${BIN_DIR}"
+
+log() { echo "[testbin $(date +%H:%M:%S)] $*" >&2; }
+
+# One build at a time per cache directory: a second caller (say cluster-up.sh
+# started by a test while a developer runs this script) waits here.
+exec 9>"${TESTBIN_DIR}/.lock"
+if ! flock -n 9; then
+  log "another hack/testbin.sh is building in ${TESTBIN_DIR}; waiting for it"
+  flock 9
+fi
+
+# We hold the lock, so whatever is in .build was left by an interrupted run.
+rm -rf "${TESTBIN_DIR}/.build"
+mkdir -p "${TESTBIN_DIR}/.build"
+WORK="$(mktemp -d "${TESTBIN_DIR}/.build/tmp.XXXXXX")"
+trap 'rm -rf "${WORK}"' EXIT
+trap 'exit 130' INT TERM # run the EXIT trap on these too
+
+export CGO_ENABLED=0
+export GOTOOLCHAIN=local
+# -buildvcs=false: the throw-away modules are not in a VCS checkout anyway.
+export GOFLAGS="-mod=mod -buildvcs=false"
+# Keep the throw-away modules away from any go.work of the caller.
+export GOWORK=off
+
+# Wall-clock seconds of each step, printed in the summary.
+declare -a SUMMARY=()
+
+# go_build <name> <package> <module dir> [extra -X ldflags...]
+# Builds <package> within the module in <module dir> into bin/<name>.
+go_build() {
+  local name="$1" pkg="$2" moddir="$3"
+  shift 3
+  local ldflags="-s -w" x
+  for x in "$@"; do ldflags+=" -X ${x}"; done
+  local start=${SECONDS}
+  log "building ${name} (${pkg})"
+  (cd "${moddir}" && nice -n 10 go build -trimpath -ldflags="${ldflags}" -o "${WORK}/${name}.tmp" "${pkg}")
+  # Same filesystem as bin/: the rename is atomic.
+  mv -f "${WORK}/${name}.tmp" "${BIN_DIR}/${name}.tmp"
+  mv -f "${BIN_DIR}/${name}.tmp" "${BIN_DIR}/${name}"
+  SUMMARY+=("${name}: $((SECONDS - start)) s")
+  log "built ${name} in $((SECONDS - start)) s"
+}
+
+have() { [[ -f "${BIN_DIR}/$1" && -x "${BIN_DIR}/$1" ]]; }
+
+# mod_json_field <module@version> <field>: a string field of `go mod download -json`.
+mod_json_field() {
+  local out
+  out="$(cd "${WORK}" && GOFLAGS=-buildvcs=false go mod download -json "$1")"
+  sed -n "s/^[[:space:]]*\"$2\": \"\\(.*\\)\",\\{0,1\\}\$/\\1/p" <<<"${out}" | head -n1
+}
+
+# --- etcd -----------------------------------------------------------------
+build_etcd() {
+  local moddir="${WORK}/etcd"
+  mkdir -p "${moddir}"
+  cat >"${moddir}/go.mod" <<EOF
+module testbin/etcd
+
+go 1.24
+
+require go.etcd.io/etcd/server/v3 ${ETCD_VERSION}
+EOF
+  go_build etcd go.etcd.io/etcd/server/v3 "${moddir}" \
+    "go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}"
+}
+
+# --- Kubernetes -------------------------------------------------------------
+KUBE_MODDIR=""
+# Prepares one throw-away module for all Kubernetes binaries: it requires
+# k8s.io/kubernetes and replaces each staging module (which Kubernetes' own
+# go.mod points at ./staging/src/...) with its published version.
+prepare_kube_module() {
+  [[ -n "${KUBE_MODDIR}" ]] && return 0
+  local start=${SECONDS}
+  log "downloading k8s.io/kubernetes@${KUBE_VERSION} module metadata"
+  local gomod
+  gomod="$(mod_json_field "k8s.io/kubernetes@${KUBE_VERSION}" GoMod)"
+  [[ -f "${gomod}" ]] || { log "cannot find go.mod of k8s.io/kubernetes@${KUBE_VERSION}"; exit 1; }
+
+  # Lines look like "k8s.io/api => ./staging/src/k8s.io/api", inside a
+  # replace ( ... ) block or after a single-line "replace".
+  local staging
+  staging="$(sed -n -E 's#^[[:space:]]*(replace[[:space:]]+)?(k8s\.io/[^[:space:]]+)[[:space:]]+=>[[:space:]]+\./staging/.*#\2#p' "${gomod}" | sort -u)"
+  [[ -n "${staging}" ]] || { log "no staging replacements found in ${gomod}"; exit 1; }
+  local govers
+  govers="$(sed -n -E 's/^go[[:space:]]+([0-9.]+)[[:space:]]*$/\1/p' "${gomod}")"
+
+  KUBE_MODDIR="${WORK}/kube"
+  mkdir -p "${KUBE_MODDIR}"
+  {
+    echo "module testbin/kube"
+    echo
+    echo "go ${govers:-1.25.0}"
+    echo
+    echo "require k8s.io/kubernetes ${KUBE_VERSION}"
+    echo
+    echo "replace ("
+    local m
+    for m in ${staging}; do
+      echo "	${m} => ${m} ${KUBE_STAGING_VERSION}"
+    done
+    echo ")"
+  } >"${KUBE_MODDIR}/go.mod"
+  log "kubernetes module: $(wc -w <<<"${staging}") staging modules replaced with ${KUBE_STAGING_VERSION} ($((SECONDS - start)) s)"
+}
+
+build_kube() {
+  local name="$1"
+  prepare_kube_module
+  local major minor
+  major="${KUBE_VERSION#v}"; major="${major%%.*}"
+  minor="${KUBE_VERSION#v*.}"; minor="${minor%%.*}"
+  # The version variables Kubernetes' own build (hack/lib/version.sh) sets;
+  # without them the binaries call themselves v0.0.0-master.
+  local -a x=()
+  local p
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    x+=("${p}.gitVersion=${KUBE_VERSION}" "${p}.gitMajor=${major}" "${p}.gitMinor=${minor}"
+      "${p}.gitTreeState=clean" "${p}.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)")
+  done
+  go_build "${name}" "k8s.io/kubernetes/cmd/${name}" "${KUBE_MODDIR}" "${x[@]}"
+}
+
+# --- kwok -------------------------------------------------------------------
+build_kwok() {
+  local start=${SECONDS}
+  log "building kwok (sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION})"
+  # go install pkg@version ignores any go.mod and refuses -mod=mod.
+  (cd "${WORK}" && GOBIN="${WORK}/kwok-bin" GOFLAGS=-buildvcs=false nice -n 10 \
+    go install -trimpath -ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION}" \
+    "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}")
+  mv -f "${WORK}/kwok-bin/kwok" "${BIN_DIR}/kwok.tmp"
+  mv -f "${BIN_DIR}/kwok.tmp" "${BIN_DIR}/kwok"
+  SUMMARY+=("kwok: $((SECONDS - start)) s")
+  log "built kwok in $((SECONDS - start)) s"
+}
+
+copy_kwok_stages() {
+  local start=${SECONDS}
+  local src
+  src="$(mod_json_field "sigs.k8s.io/kwok@${KWOK_VERSION}" Dir)"
+  [[ -d "${src}/kustomize/stage" ]] || { log "no kustomize/stage in ${src}"; exit 1; }
+  local tmp="${WORK}/kwok-stages" s
+  mkdir -p "${tmp}"
+  for s in node/fast node/heartbeat-with-lease pod/fast; do
+    mkdir -p "${tmp}/${s/\//-}"
+    # Only the Stage manifests; kustomization.yaml is not a kwok config.
+    find "${src}/kustomize/stage/${s}" -maxdepth 1 -name '*.yaml' ! -name kustomization.yaml \
+      -exec cp {} "${tmp}/${s/\//-}/" \;
+  done
+  chmod -R u+w "${tmp}" # the module cache is read-only
+  rm -rf "${STAGES_DIR}.old"
+  [[ -d "${STAGES_DIR}" ]] && mv "${STAGES_DIR}" "${STAGES_DIR}.old"
+  mv "${tmp}" "${STAGES_DIR}"
+  rm -rf "${STAGES_DIR}.old"
+  touch "${STAGES_DIR}/.complete"
+  SUMMARY+=("kwok stages: $((SECONDS - start)) s")
+  log "copied kwok stages to ${STAGES_DIR}"
+}
+
+TOTAL_START=${SECONDS}
+log "cache directory ${TESTBIN_DIR}"
+have etcd || build_etcd
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+  have "${b}" || build_kube "${b}"
+done
+have kwok || build_kwok
+[[ -f "${STAGES_DIR}/.complete" ]] || copy_kwok_stages
+
+if [[ ${#SUMMARY[@]} -eq 0 ]]; then
+  log "everything already built"
+else
+  log "done in $((SECONDS - TOTAL_START)) s"
+  for s in "${SUMMARY[@]}"; do log "  ${s}"; done
+fi
+echo "${TESTBIN_DIR}"
