@@ -9,7 +9,8 @@ LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
            -X github.com/kubeflow/mpi-operator/pkg/version.GitCommit=$(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
-        test test-unit test-integration test-e2e testbin cluster-up cluster-down clean
+        test test-unit test-integration test-e2e testbin cluster-up cluster-down \
+        local-up local-down demo clean
 
 all: build
 
@@ -63,6 +64,17 @@ cluster-up:
 
 cluster-down:
 	hack/cluster-down.sh
+
+# The newcomer's path: a local cluster with the operator running as a
+# process (hack/local-up.sh), and a scripted elastic job on it.
+local-up: build
+	hack/local-up.sh
+
+local-down:
+	hack/local-down.sh
+
+demo: local-up
+	hack/demo.sh
 
 clean:
 	rm -rf _output

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,21 +32,63 @@ func objectMeta(job *kubeflow.MPIJob, name string, labels map[string]string) met
 	}
 }
 
-// newConfigMap returns the job's /etc/mpi files for the given hosts. A
-// positive nextIndex is recorded for an elastic job's next new worker.
-func newConfigMap(job *kubeflow.MPIJob, hosts hostLists, nextIndex int) *corev1.ConfigMap {
-	cm := &corev1.ConfigMap{
-		ObjectMeta: objectMeta(job, configMapName(job), map[string]string{labelApp: job.Name}),
+// newConfigMap returns the job's /etc/mpi files for the given hosts, with
+// the elastic bookkeeping of state in its annotations.
+func newConfigMap(job *kubeflow.MPIJob, hosts hostLists, state configState) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            configMapName(job),
+			Namespace:       job.Namespace,
+			Labels:          map[string]string{labelApp: job.Name},
+			Annotations:     state.annotations(),
+			OwnerReferences: ownerRefs(job),
+		},
 		Data: map[string]string{
 			hostfileKey:      hostfile(job, hosts.desired),
 			kubexecKey:       kubexecScript(job),
 			discoverHostsKey: discoverHostsScript(job, hosts.running),
 		},
 	}
-	if nextIndex > 0 {
-		cm.Annotations = map[string]string{annotationNextWorkerIndex: strconv.Itoa(nextIndex)}
+}
+
+// configState is what an elastic job keeps on its ConfigMap besides the
+// files. It changes only together with the hosts, so it costs no request of
+// its own, and it outlives a restart of the controller.
+type configState struct {
+	// nextIndex is the lowest worker index the job has never used; 0 for
+	// none recorded.
+	nextIndex int
+	// belowMinSince is when the job's running workers fell below
+	// minReplicas; zero while they are not below.
+	belowMinSince time.Time
+}
+
+// configStateAnnotations are the annotation keys configState owns.
+var configStateAnnotations = []string{annotationNextWorkerIndex, annotationBelowMinSince}
+
+func (s configState) annotations() map[string]string {
+	a := map[string]string{}
+	if s.nextIndex > 0 {
+		a[annotationNextWorkerIndex] = strconv.Itoa(s.nextIndex)
 	}
-	return cm
+	if !s.belowMinSince.IsZero() {
+		a[annotationBelowMinSince] = s.belowMinSince.UTC().Format(time.RFC3339Nano)
+	}
+	if len(a) == 0 {
+		return nil
+	}
+	return a
+}
+
+// parseConfigState reads the bookkeeping back from a ConfigMap's
+// annotations; what is missing or malformed reads as unset.
+func parseConfigState(annotations map[string]string) configState {
+	var s configState
+	s.nextIndex, _ = parseIndex(annotations[annotationNextWorkerIndex])
+	if t, err := time.Parse(time.RFC3339, annotations[annotationBelowMinSince]); err == nil {
+		s.belowMinSince = t
+	}
+	return s
 }
 
 // hostLists are the worker names that the job's files list, in index order.

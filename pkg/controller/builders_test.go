@@ -198,7 +198,7 @@ func TestNewConfigMap(t *testing.T) {
 				},
 				Data: tc.wantCfg,
 			}
-			if diff := cmp.Diff(want, newConfigMap(job, tc.hosts, 0)); diff != "" {
+			if diff := cmp.Diff(want, newConfigMap(job, tc.hosts, configState{})); diff != "" {
 				t.Errorf("newConfigMap (-want +got):\n%s", diff)
 			}
 		})
@@ -214,7 +214,7 @@ func TestDiscoverHostsScriptRuns(t *testing.T) {
 	}
 	job := newTestJobForBuilders(3)
 	job.Spec.SlotsPerWorker = ptr[int32](2)
-	cm := newConfigMap(job, hostLists{running: []string{"job-worker-0", "job-worker-2"}}, 0)
+	cm := newConfigMap(job, hostLists{running: []string{"job-worker-0", "job-worker-2"}}, configState{})
 	out, err := exec.Command(sh, "-c", cm.Data[discoverHostsKey]).Output()
 	if err != nil {
 		t.Fatalf("running discover_hosts.sh: %v", err)
@@ -222,7 +222,7 @@ func TestDiscoverHostsScriptRuns(t *testing.T) {
 	if diff := cmp.Diff("job-worker-0:2\njob-worker-2:2\n", string(out)); diff != "" {
 		t.Errorf("discover_hosts.sh output (-want +got):\n%s", diff)
 	}
-	empty := newConfigMap(job, hostLists{}, 0)
+	empty := newConfigMap(job, hostLists{}, configState{})
 	out, err = exec.Command(sh, "-c", empty.Data[discoverHostsKey]).Output()
 	if err != nil || len(out) != 0 {
 		t.Errorf("empty discover_hosts.sh: output %q, err %v; want no output and success", out, err)
@@ -756,7 +756,7 @@ func TestBuildersDoNotMutateJob(t *testing.T) {
 	before := job.DeepCopy()
 
 	hosts := hostLists{desired: []string{"job-worker-0"}, running: []string{"job-worker-0"}}
-	cm := newConfigMap(job, hosts, 0)
+	cm := newConfigMap(job, hosts, configState{})
 	sa := newLauncherServiceAccount(job)
 	role := newLauncherRole(job, []string{"job-worker-0"})
 	rb := newLauncherRoleBinding(job)

@@ -12,21 +12,20 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 )
 
-// syncConfigMap writes the job's /etc/mpi files for the plan, if they
+// syncConfigMap writes the job's /etc/mpi files and bookkeeping, if they
 // changed.
-func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJob, plan workerPlan) (*corev1.ConfigMap, error) {
-	return ensure(ctx, c, job, c.configMapChild(), newConfigMap(job, plan.hosts, plan.nextIndex))
+func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJob, hosts hostLists, state configState) (*corev1.ConfigMap, error) {
+	return ensure(ctx, c, job, c.configMapChild(), newConfigMap(job, hosts, state))
 }
 
-// recordedNextIndex reads the next unused worker index from the job's
-// ConfigMap; 0 when there is none.
-func (c *MPIJobController) recordedNextIndex(job *kubeflow.MPIJob) int {
+// recordedState reads the bookkeeping from the job's ConfigMap; the zero
+// state when there is none.
+func (c *MPIJobController) recordedState(job *kubeflow.MPIJob) configState {
 	cm, err := c.cmLister.ConfigMaps(job.Namespace).Get(configMapName(job))
 	if err != nil || !metav1.IsControlledBy(cm, job) {
-		return 0
+		return configState{}
 	}
-	i, _ := parseIndex(cm.Annotations[annotationNextWorkerIndex])
-	return i
+	return parseConfigState(cm.Annotations)
 }
 
 func (c *MPIJobController) configMapChild() child[*corev1.ConfigMap] {
@@ -42,17 +41,24 @@ func (c *MPIJobController) configMapChild() child[*corev1.ConfigMap] {
 			return c.kubeClient.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
 		},
 		merge: func(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
-			next, hasNext := want.Annotations[annotationNextWorkerIndex]
-			if maps.Equal(cur.Data, want.Data) && (!hasNext || cur.Annotations[annotationNextWorkerIndex] == next) {
+			same := maps.Equal(cur.Data, want.Data)
+			for _, k := range configStateAnnotations {
+				same = same && cur.Annotations[k] == want.Annotations[k]
+			}
+			if same {
 				return cur, false
 			}
 			merged := cur.DeepCopy()
 			merged.Data = want.Data
-			if hasNext {
-				if merged.Annotations == nil {
-					merged.Annotations = map[string]string{}
+			for _, k := range configStateAnnotations {
+				if v, ok := want.Annotations[k]; ok {
+					if merged.Annotations == nil {
+						merged.Annotations = map[string]string{}
+					}
+					merged.Annotations[k] = v
+				} else {
+					delete(merged.Annotations, k)
 				}
-				merged.Annotations[annotationNextWorkerIndex] = next
 			}
 			return merged, true
 		},

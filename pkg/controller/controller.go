@@ -52,9 +52,10 @@ type MPIJobController struct {
 	podGroups func(namespace string) volcanotyped.PodGroupInterface
 	synced    []cache.InformerSynced
 
-	queue    workqueue.TypedRateLimitingInterface[string]
-	recorder record.EventRecorder
-	clock    clock.Clock
+	queue        workqueue.TypedRateLimitingInterface[string]
+	recorder     record.EventRecorder
+	clock        clock.Clock
+	expectations *podExpectations
 
 	// runningSince remembers when the controller saw each worker turn
 	// Running, for the discovery latency histogram only.
@@ -97,8 +98,9 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs"}),
-		recorder: recorder,
-		clock:    clk,
+		recorder:     recorder,
+		clock:        clk,
+		expectations: newPodExpectations(clk),
 	}
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
@@ -107,7 +109,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		DeleteFunc: c.enqueueJob,
 	})
 	c.addHandler(logger, pods.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.handleObject,
+		AddFunc:    c.handlePodAdd,
 		UpdateFunc: c.handlePodUpdate,
 		DeleteFunc: c.handlePodDelete,
 	})
@@ -199,18 +201,32 @@ func (c *MPIJobController) enqueueJob(obj any) {
 
 // handleObject enqueues the MPIJob that controls obj, if any.
 func (c *MPIJobController) handleObject(obj any) {
+	if key, ok := ownerKey(obj); ok {
+		c.queue.Add(key)
+	}
+}
+
+// ownerKey is the queue key of the MPIJob that controls obj.
+func ownerKey(obj any) (string, bool) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
 	meta, ok := obj.(metav1.Object)
 	if !ok {
-		return
+		return "", false
 	}
 	ref := metav1.GetControllerOf(meta)
 	if ref == nil || ref.Kind != kubeflow.Kind || !isKubeflowGroup(ref.APIVersion) {
-		return
+		return "", false
 	}
-	c.queue.Add(meta.GetNamespace() + "/" + ref.Name)
+	return meta.GetNamespace() + "/" + ref.Name, true
+}
+
+func (c *MPIJobController) handlePodAdd(obj any) {
+	if key, ok := ownerKey(obj); ok {
+		c.expectations.observeCreate(key, obj.(*corev1.Pod).Name)
+		c.queue.Add(key)
+	}
 }
 
 func isKubeflowGroup(apiVersion string) bool {
@@ -226,7 +242,10 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 	if newPod.Status.Phase == corev1.PodRunning && oldPod.Status.Phase != corev1.PodRunning {
 		c.runningSince.Store(newPod.UID, c.clock.Now())
 	}
-	c.handleObject(newObj)
+	if key, ok := ownerKey(newObj); ok {
+		c.expectations.observeChange(key, newPod.UID)
+		c.queue.Add(key)
+	}
 }
 
 func (c *MPIJobController) handlePodDelete(obj any) {
@@ -236,10 +255,14 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 			pod, _ = tombstone.Obj.(*corev1.Pod)
 		}
 	}
-	if pod != nil {
-		c.runningSince.Delete(pod.UID)
+	if pod == nil {
+		return
 	}
-	c.handleObject(obj)
+	c.runningSince.Delete(pod.UID)
+	if key, ok := ownerKey(pod); ok {
+		c.expectations.observeChange(key, pod.UID)
+		c.queue.Add(key)
+	}
 }
 
 // takeRunningSince returns and forgets when uid was seen turning Running.

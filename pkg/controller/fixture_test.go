@@ -51,6 +51,7 @@ type fixture struct {
 	kubeClient *k8sfake.Clientset
 	mpiClient  *mpifake.Clientset
 	podGroups  *fakePodGroups
+	inf        *Informers
 	recorder   *record.FakeRecorder
 	clock      *clocktesting.FakeClock
 }
@@ -93,6 +94,7 @@ func (f *fixture) newController(ctx context.Context) *MPIJobController {
 	volcano := volcanoclient.NewForConfigOrDie(&rest.Config{Host: "http://127.0.0.1:1"})
 
 	inf := NewInformers(f.kubeClient, f.mpiClient, volcano, f.cfg)
+	f.inf = inf
 	c := newController(ctx, f.kubeClient, f.mpiClient, volcano, inf, f.cfg, f.recorder, f.clock)
 	if c.podGroups != nil {
 		c.podGroups = func(string) volcanotyped.PodGroupInterface { return f.podGroups }
@@ -313,7 +315,7 @@ func existingLauncher(job *kubeflow.MPIJob, phase corev1.PodPhase) *corev1.Pod {
 // (for exec) and RoleBinding as the controller made them.
 func (f *fixture) withChildren(job *kubeflow.MPIJob, hosts hostLists, exec []string) {
 	d := defaulted(job)
-	f.cms = append(f.cms, newConfigMap(d, hosts, 0))
+	f.cms = append(f.cms, newConfigMap(d, hosts, configState{}))
 	f.sas = append(f.sas, newLauncherServiceAccount(d))
 	f.roles = append(f.roles, newLauncherRole(d, exec))
 	f.bindings = append(f.bindings, newLauncherRoleBinding(d))

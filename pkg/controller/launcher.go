@@ -7,9 +7,7 @@ import (
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
@@ -65,7 +63,7 @@ func (c *MPIJobController) launcherFailed(ctx context.Context, job *kubeflow.MPI
 	restartable := (evicted && spec.RestartPolicy != common.RestartPolicyNever) ||
 		(spec.RestartPolicy == common.RestartPolicyExitCode && exited && code >= 128)
 	if restartable && (limit == nil || rs.Failed < *limit) {
-		if err := c.deletePod(ctx, launcher); err != nil {
+		if err := c.deletePod(ctx, job, launcher); err != nil {
 			return false, err
 		}
 		rs.Failed++
@@ -147,9 +145,9 @@ func (c *MPIJobController) syncLauncher(ctx context.Context, job *kubeflow.MPIJo
 			minReadyWorkers: minReadyWorkers(job),
 			hostsHash:       hash,
 		}
-		created, err := c.kubeClient.CoreV1().Pods(job.Namespace).Create(ctx, newLauncher(job, opts), metav1.CreateOptions{})
+		created, err := c.createPod(ctx, job, newLauncher(job, opts))
 		if err != nil {
-			return nil, c.podCreateError(ctx, job, launcherName(job), err)
+			return nil, err
 		}
 		klog.FromContext(ctx).V(2).Info("Created launcher", "pod", klog.KObj(created))
 		return created, nil
@@ -158,11 +156,7 @@ func (c *MPIJobController) syncLauncher(ctx context.Context, job *kubeflow.MPIJo
 		launcher.Annotations[annotationHostsHash] == hash {
 		return launcher, nil
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annotationHostsHash, hash)
-	patched, err := c.kubeClient.CoreV1().Pods(job.Namespace).Patch(ctx, launcher.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
+	patched, err := c.annotatePod(ctx, job, launcher, annotationHostsHash, hash)
 	if err != nil {
 		return launcher, fmt.Errorf("annotating launcher: %w", err)
 	}

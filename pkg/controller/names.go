@@ -48,6 +48,12 @@ const (
 	// annotationNextWorkerIndex on the ConfigMap of an elastic job is the
 	// lowest worker index the job has never used.
 	annotationNextWorkerIndex = "mpi-operator.kubeflow.org/next-worker-index"
+	// annotationBelowMinSince on the ConfigMap of an elastic job is when
+	// its running workers fell below minReplicas.
+	annotationBelowMinSince = "mpi-operator.kubeflow.org/below-min-replicas-since"
+	// annotationReplacedBy on a failed worker of an elastic job names the
+	// worker that replaced it, once the replacement exists.
+	annotationReplacedBy = "mpi-operator.kubeflow.org/replaced-by"
 	// annotationHostsHash on the launcher changes with discover_hosts.sh, so
 	// that the kubelet refreshes the launcher's ConfigMap volume at once.
 	annotationHostsHash = "mpi-operator.kubeflow.org/hosts-hash"

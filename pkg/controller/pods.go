@@ -30,9 +30,8 @@ func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJ
 		return nil
 	}
 	for _, i := range indices {
-		pod := newWorker(job, i, c.cfg.GangSchedulerName)
-		if _, err := c.kubeClient.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			return c.podCreateError(ctx, job, pod.Name, err)
+		if _, err := c.createPod(ctx, job, newWorker(job, i, c.cfg.GangSchedulerName)); err != nil {
+			return err
 		}
 	}
 	klog.FromContext(ctx).V(2).Info("Created workers", "indices", indices)
@@ -62,11 +61,10 @@ func (c *MPIJobController) markDraining(ctx context.Context, job *kubeflow.MPIJo
 	if len(pods) == 0 {
 		return nil
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annotationDrainingSince, now.UTC().Format(time.RFC3339))
+	since := now.UTC().Format(time.RFC3339Nano)
 	names := make([]string, 0, len(pods))
 	for _, p := range pods {
-		_, err := c.kubeClient.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
+		if _, err := c.annotatePod(ctx, job, p, annotationDrainingSince, since); err != nil {
 			return fmt.Errorf("marking worker %s draining: %w", p.Name, err)
 		}
 		names = append(names, p.Name)
@@ -83,7 +81,7 @@ func (c *MPIJobController) deleteWorkers(ctx context.Context, job *kubeflow.MPIJ
 	}
 	names := make([]string, 0, len(pods))
 	for _, p := range pods {
-		if err := c.deletePod(ctx, p); err != nil {
+		if err := c.deletePod(ctx, job, p); err != nil {
 			return err
 		}
 		names = append(names, p.Name)
@@ -94,17 +92,58 @@ func (c *MPIJobController) deleteWorkers(ctx context.Context, job *kubeflow.MPIJ
 	return nil
 }
 
+// Every pod write goes through createPod, annotatePod or deletePod, which
+// tell the expectations, so that no sync repeats a write the cache does not
+// show yet. The expectation is set before the request: its informer event
+// may come before the request returns.
+
+// createPod creates one of the job's pods.
+func (c *MPIJobController) createPod(ctx context.Context, job *kubeflow.MPIJob, pod *corev1.Pod) (*corev1.Pod, error) {
+	key := jobKey(job)
+	c.expectations.expectCreate(key, pod.Name)
+	created, err := c.kubeClient.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		c.expectations.observeCreate(key, pod.Name)
+		return nil, c.podCreateError(ctx, job, pod.Name, err)
+	}
+	return created, nil
+}
+
+// annotatePod sets one annotation of one of the job's pods. A pod that is
+// gone already needs none: it returns nil and no error.
+func (c *MPIJobController) annotatePod(ctx context.Context, job *kubeflow.MPIJob, pod *corev1.Pod, name, value string) (*corev1.Pod, error) {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, name, value)
+	key := jobKey(job)
+	c.expectations.expectChange(key, pod.UID)
+	patched, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		c.expectations.observeChange(key, pod.UID)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return patched, nil
+}
+
 // deletePod deletes exactly this pod: not a newer one of the same name.
-func (c *MPIJobController) deletePod(ctx context.Context, pod *corev1.Pod) error {
-	uid := pod.UID
+func (c *MPIJobController) deletePod(ctx context.Context, job *kubeflow.MPIJob, pod *corev1.Pod) error {
+	key, uid := jobKey(job), pod.UID
+	c.expectations.expectChange(key, uid)
 	err := c.kubeClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &uid},
 	})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	if err != nil {
+		// Nothing changed, so no event will come for it.
+		c.expectations.observeChange(key, uid)
+		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+		}
 	}
 	return nil
 }
+
+func jobKey(job *kubeflow.MPIJob) string { return job.Namespace + "/" + job.Name }
 
 // observeDiscovery records, for workers just listed, how long after turning
 // Running they reached discover_hosts.sh.

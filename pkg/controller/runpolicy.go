@@ -43,7 +43,8 @@ func deadlineLeft(job *kubeflow.MPIJob, now metav1.Time) (time.Duration, bool) {
 
 // reconcileFinished winds a finished job down: discover_hosts.sh lists no
 // host any more, the pods that cleanPodPolicy names are deleted (all active
-// pods when the job failed for running too long or restarting too often),
+// pods when the job failed for running too long, restarting too often or
+// staying below its minimum of workers),
 // and the job itself is deleted once its TTL has passed.
 func (c *MPIJobController) reconcileFinished(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.Pod, now metav1.Time) (time.Duration, error) {
 	if job.Status.CompletionTime == nil {
@@ -53,9 +54,9 @@ func (c *MPIJobController) reconcileFinished(ctx context.Context, job *kubeflow.
 		return 0, err
 	}
 	victims := podsToClean(job, launcher, workers)
-	if len(victims) > 0 {
+	if len(victims) > 0 && c.expectations.satisfied(jobKey(job)) {
 		for _, p := range victims {
-			if err := c.deletePod(ctx, p); err != nil {
+			if err := c.deletePod(ctx, job, p); err != nil {
 				return 0, err
 			}
 		}
@@ -92,7 +93,10 @@ func podsToClean(job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.P
 	policy := *job.Spec.CleanPodPolicy
 	stopAll := false
 	if cond := findCondition(&job.Status, common.JobFailed); cond != nil && cond.Status == corev1.ConditionTrue {
-		stopAll = cond.Reason == reasonDeadlineExceeded || cond.Reason == reasonBackoffLimitExceeded
+		switch cond.Reason {
+		case reasonDeadlineExceeded, reasonBackoffLimitExceeded, reasonWorkersBelowMinimum:
+			stopAll = true
+		}
 	}
 	active := func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending || p.Status.Phase == ""
@@ -102,7 +106,7 @@ func podsToClean(job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.P
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if stopAll || policy == common.CleanPodPolicyAll || (policy == common.CleanPodPolicyRunning && active(p)) {
+		if policy == common.CleanPodPolicyAll || ((stopAll || policy == common.CleanPodPolicyRunning) && active(p)) {
 			out = append(out, p)
 		}
 	}

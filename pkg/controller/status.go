@@ -49,6 +49,8 @@ func setCondition(status *common.JobStatus, t common.JobConditionType, reason, m
 		switch {
 		case c.Type == t:
 			continue
+		case (t == common.JobSucceeded || t == common.JobFailed) && c.Type == conditionResizing:
+			continue
 		case t == common.JobRunning && c.Type == common.JobRestarting,
 			t == common.JobRestarting && c.Type == common.JobRunning:
 			continue

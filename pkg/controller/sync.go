@@ -107,11 +107,24 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	}
 
 	ws := toWorkers(job, workers)
-	plan := planWorkers(job, ws, c.recordedNextIndex(job), now.Time)
+	recorded := c.recordedState(job)
+	plan := planWorkers(job, ws, recorded.nextIndex, now.Time)
+	state, belowMin := c.trackMinReplicas(job, ws, recorded, plan.nextIndex, now)
+	if isFinished(&job.Status) {
+		return 0, nil
+	}
+	settled := c.expectations.satisfied(jobKey(job))
+	if !settled {
+		// The cache does not show this controller's last pod changes yet, so
+		// the plan may repeat them; the pod event that settles them brings
+		// the job back. The files and the Role stay as the last sync, which
+		// planned the same workers, wrote them.
+		plan.create, plan.drain, plan.remove = nil, nil, nil
+	}
 	if err := c.markDraining(ctx, job, plan.drain, now); err != nil {
 		return 0, err
 	}
-	cm, err := c.syncConfigMap(ctx, job, plan)
+	cm, err := c.syncConfigMap(ctx, job, plan.hosts, state)
 	if err != nil {
 		return 0, err
 	}
@@ -128,12 +141,17 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	if err := c.deleteWorkers(ctx, job, plan.remove); err != nil {
 		return 0, err
 	}
-	launcher, err = c.syncLauncher(ctx, job, launcher, cm)
-	if err != nil {
-		return 0, err
+	if settled {
+		if err := c.markReplaced(ctx, job, ws, plan.create); err != nil {
+			return 0, err
+		}
+		if launcher, err = c.syncLauncher(ctx, job, launcher, cm); err != nil {
+			return 0, err
+		}
 	}
 	c.updateRunning(job, launcher, ws, now)
-	return minPositive(plan.requeue, c.deadlineRequeue(job, now)), nil
+	updateResizing(job, ws, plan, now)
+	return minPositive(minPositive(plan.requeue, belowMin), c.deadlineRequeue(job, now)), nil
 }
 
 // getLauncher returns the job's launcher pod, or nil when there is none.

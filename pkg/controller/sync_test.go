@@ -37,7 +37,7 @@ func TestFirstSyncCreatesChildrenInOrder(t *testing.T) {
 
 	d := defaulted(job)
 	hosts := hostLists{desired: []string{"pi-worker-0", "pi-worker-1"}}
-	if diff := cmp.Diff(newConfigMap(d, hosts, 0), createdObject[*corev1.ConfigMap](f, "configmaps", "pi-config")); diff != "" {
+	if diff := cmp.Diff(newConfigMap(d, hosts, configState{}), createdObject[*corev1.ConfigMap](f, "configmaps", "pi-config")); diff != "" {
 		t.Errorf("ConfigMap (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(newLauncherRole(d, hosts.desired), createdObject[*rbacv1.Role](f, "roles", "pi-launcher")); diff != "" {
@@ -242,7 +242,7 @@ func TestNotRunningUntilAllWorkersRun(t *testing.T) {
 	job := runningJob(f, 2)
 	job.Status.Conditions = job.Status.Conditions[:1]
 	f.pods[1].Status.Phase = corev1.PodPending
-	f.cms[0] = newConfigMap(defaulted(job), hostLists{desired: []string{"pi-worker-0", "pi-worker-1"}, running: []string{"pi-worker-0"}}, 0)
+	f.cms[0] = newConfigMap(defaulted(job), hostLists{desired: []string{"pi-worker-0", "pi-worker-1"}, running: []string{"pi-worker-0"}}, configState{})
 	f.pods[2].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
 	f.sync(job)
 	f.expectKubeWrites()
@@ -548,7 +548,7 @@ func TestDrainedWorkersAreDeletedAfterDrainPeriod(t *testing.T) {
 	}
 	d := defaulted(job)
 	two := []string{"pi-worker-0", "pi-worker-1"}
-	f.cms[0] = newConfigMap(d, hostLists{desired: two, running: two}, 0)
+	f.cms[0] = newConfigMap(d, hostLists{desired: two, running: two}, configState{})
 	f.pods[4].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
 
 	f.sync(job)
@@ -561,7 +561,7 @@ func TestWorkerTurningRunningIsDiscovered(t *testing.T) {
 	job := runningJob(f, 2)
 	d := defaulted(job)
 	two := []string{"pi-worker-0", "pi-worker-1"}
-	f.cms[0] = newConfigMap(d, hostLists{desired: two, running: two[:1]}, 0)
+	f.cms[0] = newConfigMap(d, hostLists{desired: two, running: two[:1]}, configState{})
 	f.pods[2].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
 
 	f.sync(job)
@@ -576,7 +576,7 @@ func TestRefreshLauncherOff(t *testing.T) {
 	f.cfg.RefreshLauncher = false
 	job := runningJob(f, 2)
 	two := []string{"pi-worker-0", "pi-worker-1"}
-	f.cms[0] = newConfigMap(defaulted(job), hostLists{desired: two, running: two[:1]}, 0)
+	f.cms[0] = newConfigMap(defaulted(job), hostLists{desired: two, running: two[:1]}, configState{})
 	f.sync(job)
 	f.expectKubeWrites(update("configmaps", "pi-config"))
 }

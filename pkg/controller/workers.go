@@ -52,9 +52,12 @@ type workerPlan struct {
 	exec []string
 	// requeue is the wait until the next drained worker may be deleted.
 	requeue time.Duration
-	// nextIndex is the lowest index an elastic job has never used, recorded
-	// on the ConfigMap with the hostfile that names the new workers; zero
-	// for a fixed job.
+	// nextIndex is the lowest index above every worker an elastic job has
+	// had, recorded on the ConfigMap whenever the hosts change; zero for a
+	// fixed job. A worker is listed in discover_hosts.sh, and so can be
+	// blacklisted by Horovod, only through a ConfigMap write that records
+	// an index above its own. Workers about to be created do not raise it:
+	// if their creation fails, the retry gives out the same names.
 	nextIndex int
 }
 
@@ -101,9 +104,6 @@ func planWorkers(job *kubeflow.MPIJob, workers []worker, nextIndex int, now time
 	if job.Spec.ElasticPolicy != nil {
 		plan.nextIndex = unusedIndex(workers, nextIndex)
 		plan.create, plan.drain = resizeElastic(workers, desiredWorkers(job), plan.nextIndex)
-		if n := len(plan.create); n > 0 {
-			plan.nextIndex = plan.create[n-1] + 1
-		}
 	} else {
 		plan.create, plan.drain, plan.remove = resizeFixed(workers, desiredWorkers(job))
 	}

@@ -918,8 +918,7 @@ func TestDrainPeriodAndDesiredWorkers(t *testing.T) {
 
 // TestPlanWorkersRecordedNextIndex: an elastic job's new workers start at the
 // recorded index when it is above every existing one, so that a worker
-// removed from outside does not give its name to a newcomer; the plan
-// records the index after its new workers.
+// removed from outside does not give its name to a newcomer.
 func TestPlanWorkersRecordedNextIndex(t *testing.T) {
 	job := workersTestJob(3, &kubeflow.ElasticPolicy{MinReplicas: ptr[int32](1)})
 	kubeflow.SetDefaults_MPIJob(job)
@@ -928,8 +927,13 @@ func TestPlanWorkersRecordedNextIndex(t *testing.T) {
 	if diff := cmp.Diff([]int{7}, plan.create); diff != "" {
 		t.Errorf("create (-want +got):\n%s", diff)
 	}
-	if plan.nextIndex != 8 {
-		t.Errorf("nextIndex = %d, want 8", plan.nextIndex)
+	if plan.nextIndex != 7 {
+		t.Errorf("nextIndex = %d, want 7: a worker not created yet does not raise it", plan.nextIndex)
+	}
+	// Once the worker exists, the index moves past it.
+	ws = append(ws, toWorkers(job, []*corev1.Pod{wtPod(7, corev1.PodPending)})...)
+	if p := planWorkers(job, ws, 7, workersTestNow); p.nextIndex != 8 || len(p.create) != 0 {
+		t.Errorf("with worker 7: nextIndex %d create %v, want 8 and none", p.nextIndex, p.create)
 	}
 	// A fixed job records nothing.
 	fixed := workersTestJob(3, nil)

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2/ktesting"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
@@ -188,10 +189,10 @@ func podPhase(t *testing.T, ns, name string) corev1.PodPhase {
 	return p.Status.Phase
 }
 
-func waitForPhase(t *testing.T, ns, name string, phase corev1.PodPhase) {
+func waitForRunning(t *testing.T, ns, name string) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("pod %s to be %s", name, phase), func() (bool, error) {
-		return podPhase(t, ns, name) == phase, nil
+	waitFor(t, fmt.Sprintf("pod %s to be Running", name), func() (bool, error) {
+		return podPhase(t, ns, name) == corev1.PodRunning, nil
 	})
 }
 
@@ -320,12 +321,18 @@ func scaleWorkers(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
 	ctx := context.Background()
 	jobs := env.mpi.KubeflowV1().MPIJobs(ns)
-	scale, err := jobs.GetScale(ctx, name, metav1.GetOptions{})
+	// The controller writes the status meanwhile; like kubectl, retry on a
+	// conflict with the latest version.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale, err := jobs.GetScale(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		scale.Spec.Replicas = replicas
+		_, err = jobs.UpdateScale(ctx, name, scale, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatalf("getting the scale of %s: %v", name, err)
-	}
-	scale.Spec.Replicas = replicas
-	if _, err := jobs.UpdateScale(ctx, name, scale, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("scaling %s to %d: %v", name, replicas, err)
 	}
 }

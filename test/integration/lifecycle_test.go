@@ -95,7 +95,7 @@ func TestJobLifecycle(t *testing.T) {
 		t.Errorf("launcher serviceAccount %q labels %v", launcher.Spec.ServiceAccountName, launcher.Labels)
 	}
 
-	waitForPhase(t, ns, "pi-launcher", corev1.PodRunning)
+	waitForRunning(t, ns, "pi-launcher")
 	waitForCondition(t, ns, "pi", common.JobRunning, "MPIJobRunning")
 
 	finishPod(t, ns, "pi-launcher", corev1.PodSucceeded, 0, "")
@@ -135,7 +135,7 @@ func TestLauncherFailure(t *testing.T) {
 	ns := newNamespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "fail", 1))
-	waitForPhase(t, ns, "fail-launcher", corev1.PodRunning)
+	waitForRunning(t, ns, "fail-launcher")
 	finishPod(t, ns, "fail-launcher", corev1.PodFailed, 3, "")
 	job := waitForCondition(t, ns, "fail", common.JobFailed, "MPIJobFailed")
 	if c := condition(job, common.JobRunning); c != nil && c.Status == corev1.ConditionTrue {
@@ -151,7 +151,7 @@ func TestDeleteGarbageCollectsChildren(t *testing.T) {
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "gc", 2))
 	waitForHosts(t, ns, "gc", "gc-worker-0:1", "gc-worker-1:1")
-	waitForPhase(t, ns, "gc-launcher", corev1.PodRunning)
+	waitForRunning(t, ns, "gc-launcher")
 
 	ctx := context.Background()
 	if err := env.mpi.KubeflowV1().MPIJobs(ns).Delete(ctx, "gc", metav1.DeleteOptions{}); err != nil {

@@ -1,0 +1,174 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+)
+
+// elasticJob sets up a running elastic job with the given workers Running.
+func elasticJob(f *fixture, workers, minReplicas int32) *kubeflow.MPIJob {
+	job := runningJob(f, workers)
+	job.Spec.ElasticPolicy = &kubeflow.ElasticPolicy{MinReplicas: ptr(minReplicas), MaxReplicas: ptr[int32](8)}
+	// The ConfigMap as the controller leaves it for an elastic job.
+	f.cms[0].Annotations = configState{nextIndex: int(workers)}.annotations()
+	return job
+}
+
+func TestElasticReplacesFailedWorkerUnderNewName(t *testing.T) {
+	f := newFixture(t)
+	job := elasticJob(f, 2, 1)
+	f.pods[1].Status.Phase = corev1.PodFailed
+	f.pods[1].Status.Reason = "Evicted"
+
+	f.sync(job)
+	f.expectKubeWrites(
+		update("configmaps", "pi-config"),
+		update("roles", "pi-launcher"),
+		create("pods", "pi-worker-2"),
+		patchPod("pi-worker-1"),
+		patchPod("pi-launcher"),
+	)
+	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
+	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\n" {
+		t.Errorf("discover_hosts.sh %q still lists the failed worker", got)
+	}
+	if got := cm.Annotations[annotationNextWorkerIndex]; got != "2" {
+		t.Errorf("next worker index %q, want 2 until worker 2 exists", got)
+	}
+	role := updatedObject[*rbacv1.Role](f, "roles", "pi-launcher")
+	if diff := cmp.Diff([]string{"pi-worker-0", "pi-worker-2"}, role.Rules[1].ResourceNames); diff != "" {
+		t.Errorf("exec resourceNames (-want +got):\n%s", diff)
+	}
+	st := f.writtenStatus()
+	if !hasCondition(&st, common.JobRunning) || isFinished(&st) {
+		t.Errorf("conditions %+v, want still Running", st.Conditions)
+	}
+	if !hasCondition(&st, conditionResizing) {
+		t.Errorf("conditions %+v lack Resizing", st.Conditions)
+	}
+	found := false
+	for _, e := range f.events() {
+		found = found || e == "Warning WorkerReplaced Worker pi-worker-1 failed (Evicted) and left discover_hosts.sh; pi-worker-2 replaces it"
+	}
+	if !found {
+		t.Error("no WorkerReplaced event")
+	}
+}
+
+func TestElasticFailureReportedOnce(t *testing.T) {
+	f := newFixture(t)
+	job := elasticJob(f, 2, 1)
+	f.pods[1].Status.Phase = corev1.PodFailed
+	f.pods[1].Annotations = map[string]string{annotationReplacedBy: "pi-worker-2"}
+	f.pods = append(f.pods, existingWorkers(job, corev1.PodRunning, 2)...)
+	d := defaulted(job)
+	hosts := []string{"pi-worker-0", "pi-worker-2"}
+	f.cms[0] = newConfigMap(d, hostLists{desired: hosts, running: hosts}, configState{nextIndex: 3})
+	f.roles[0] = newLauncherRole(d, hosts)
+	f.pods[2].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
+	job.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker].Failed = 1
+
+	f.sync(job)
+	f.expectKubeWrites()
+	f.expectMPIWrites()
+}
+
+func TestElasticGrowthUsesRecordedIndex(t *testing.T) {
+	f := newFixture(t)
+	job := elasticJob(f, 2, 1)
+	f.cms[0].Annotations = configState{nextIndex: 5}.annotations()
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](3)
+	f.sync(job)
+	f.expectKubeWrites(update("configmaps", "pi-config"), update("roles", "pi-launcher"), create("pods", "pi-worker-5"))
+}
+
+func TestElasticBelowMinReplicasStartsClock(t *testing.T) {
+	f := newFixture(t)
+	job := elasticJob(f, 3, 3)
+	job.Spec.ElasticPolicy.MinReplicasTimeoutSeconds = ptr[int32](120)
+	f.pods[2].Status.Phase = corev1.PodFailed
+
+	if d := f.sync(job); d != 120*time.Second {
+		t.Errorf("requeue = %v, want the 120s timeout", d)
+	}
+	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
+	if got := cm.Annotations[annotationBelowMinSince]; got != testNow.Format(time.RFC3339) {
+		t.Errorf("below-min annotation %q, want %s", got, testNow.Format(time.RFC3339))
+	}
+	st := f.writtenStatus()
+	if isFinished(&st) {
+		t.Errorf("job finished below min before its timeout: %+v", st.Conditions)
+	}
+}
+
+func TestElasticBelowMinReplicasTooLongFails(t *testing.T) {
+	f := newFixture(t)
+	job := elasticJob(f, 2, 2)
+	job.Spec.ElasticPolicy.MinReplicasTimeoutSeconds = ptr[int32](60)
+	since := testNow.Add(-61 * time.Second)
+	f.cms[0].Annotations = configState{nextIndex: 3, belowMinSince: since}.annotations()
+	f.pods[1].Status.Phase = corev1.PodFailed
+	f.pods[1].Annotations = map[string]string{annotationReplacedBy: "pi-worker-2"}
+	pending := existingWorkers(job, corev1.PodPending, 2)
+	f.pods = append(f.pods, pending...)
+
+	f.sync(job)
+	// Stopped: the discovery script empties, then every active pod goes.
+	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"), del("pods", "pi-worker-2"), del("pods", "pi-launcher"))
+	st := f.writtenStatus()
+	c := findCondition(&st, common.JobFailed)
+	if c == nil || c.Reason != reasonWorkersBelowMinimum {
+		t.Fatalf("Failed condition %+v, want WorkersBelowMinimum", c)
+	}
+	if !strings.Contains(c.Message, "minReplicasTimeoutSeconds (60s)") {
+		t.Errorf("message %q does not name the field", c.Message)
+	}
+	if hasCondition(&st, conditionResizing) {
+		t.Errorf("a failed job is still Resizing: %+v", st.Conditions)
+	}
+}
+
+func TestElasticRecoveryStopsClock(t *testing.T) {
+	f := newFixture(t)
+	job := elasticJob(f, 2, 2)
+	f.cms[0].Annotations = configState{nextIndex: 2, belowMinSince: testNow.Add(-10 * time.Second)}.annotations()
+	f.sync(job)
+	f.expectKubeWrites(update("configmaps", "pi-config"))
+	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
+	if _, ok := cm.Annotations[annotationBelowMinSince]; ok {
+		t.Errorf("below-min annotation kept after recovery: %v", cm.Annotations)
+	}
+}
+
+func TestResizingConditionClearsWhenSettled(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	setCondition(&job.Status, conditionResizing, reasonResizing, "MPIJob ns/pi is resizing to 2 worker(s).", job.Status.Conditions[0].LastTransitionTime)
+	f.sync(job)
+	f.expectKubeWrites()
+	st := f.writtenStatus()
+	if findCondition(&st, conditionResizing) != nil {
+		t.Errorf("Resizing kept on a settled job: %+v", st.Conditions)
+	}
+	last := st.Conditions[len(st.Conditions)-1]
+	if last.Type != common.JobRunning {
+		t.Errorf("last condition %s, want Running for the State column", last.Type)
+	}
+}
+
+func TestFixedJobFailedWorkerIsNotReplaced(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	f.pods[1].Status.Phase = corev1.PodFailed
+	f.sync(job)
+	// The discovery script drops it; no new worker, no replacement mark.
+	f.expectKubeWrites(update("configmaps", "pi-config"), update("roles", "pi-launcher"), patchPod("pi-launcher"))
+}

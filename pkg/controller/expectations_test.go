@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestPodExpectations(t *testing.T) {
+	clk := clocktesting.NewFakeClock(testNow)
+	e := newPodExpectations(clk)
+	if !e.satisfied("ns/a") {
+		t.Fatal("a job with nothing expected is not satisfied")
+	}
+	e.expectCreate("ns/a", "a-worker-0")
+	e.expectChange("ns/a", "uid-1")
+	if e.satisfied("ns/a") {
+		t.Fatal("satisfied with a create and a change pending")
+	}
+	if !e.satisfied("ns/b") {
+		t.Fatal("another job waits on ns/a's expectations")
+	}
+	e.observeCreate("ns/a", "a-worker-0")
+	e.observeChange("ns/a", "uid-other")
+	if e.satisfied("ns/a") {
+		t.Fatal("satisfied with a change pending")
+	}
+	e.observeChange("ns/a", "uid-1")
+	if !e.satisfied("ns/a") {
+		t.Fatal("not satisfied once every change was observed")
+	}
+
+	e.expectCreate("ns/a", "a-worker-1")
+	clk.Step(expectationsTimeout + time.Second)
+	if !e.satisfied("ns/a") {
+		t.Fatal("a missed event stalls the job past the timeout")
+	}
+	e.expectCreate("ns/a", "a-worker-2")
+	e.forget("ns/a")
+	if !e.satisfied("ns/a") {
+		t.Fatal("forget left expectations behind")
+	}
+}
+
+// TestStaleCacheRepeatsNoPodWrite syncs twice with one controller whose
+// cache has not seen the first sync's pods: the second sync creates nothing
+// again, and the pod events that follow let it go on.
+func TestStaleCacheRepeatsNoPodWrite(t *testing.T) {
+	f := newFixture(t)
+	job := newTestJob("pi", 2)
+	f.jobs = append(f.jobs, job)
+	_, ctx := ktesting.NewTestContext(t)
+	c := f.newController(ctx)
+
+	if _, err := c.syncHandler(ctx, "ns/pi"); err != nil {
+		t.Fatal(err)
+	}
+	// The cache catches up with everything but the pods.
+	add := func(inf cache.SharedIndexInformer, obj any) {
+		if err := inf.GetIndexer().Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(f.inf.labelled.Core().V1().ConfigMaps().Informer(), createdObject[*corev1.ConfigMap](f, "configmaps", "pi-config"))
+	add(f.inf.labelled.Core().V1().ServiceAccounts().Informer(), createdObject[*corev1.ServiceAccount](f, "serviceaccounts", "pi-launcher"))
+	add(f.inf.rbac.Rbac().V1().Roles().Informer(), createdObject[*rbacv1.Role](f, "roles", "pi-launcher"))
+	add(f.inf.rbac.Rbac().V1().RoleBindings().Informer(), createdObject[*rbacv1.RoleBinding](f, "rolebindings", "pi-launcher"))
+	var pods []*corev1.Pod
+	for _, name := range []string{"pi-worker-0", "pi-worker-1", "pi-launcher"} {
+		pods = append(pods, createdObject[*corev1.Pod](f, "pods", name))
+	}
+	f.kubeClient.ClearActions()
+	f.mpiClient.ClearActions()
+	if _, err := c.syncHandler(ctx, "ns/pi"); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range writes(f.kubeClient.Actions()) {
+		if a.resource == "pods" {
+			t.Errorf("second sync on a stale cache wrote %s", a)
+		}
+	}
+
+	for _, p := range pods {
+		c.handlePodAdd(p)
+	}
+	if !c.expectations.satisfied("ns/pi") {
+		t.Error("the pods' add events did not settle the expectations")
+	}
+}
