@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -178,6 +179,11 @@ func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
 	ctx = klog.NewContext(ctx, logger)
 	requeueAfter, err := c.syncHandler(ctx, key)
 	switch {
+	case apierrors.IsConflict(err):
+		// A write raced another or used a cache a moment behind; the retry
+		// reads the newer object.
+		logger.V(4).Info("Sync met a newer object; retrying", "err", err)
+		c.queue.AddRateLimited(key)
 	case err != nil:
 		logger.Error(err, "Syncing MPIJob failed; retrying")
 		c.queue.AddRateLimited(key)

@@ -76,8 +76,12 @@ func TestStaleCacheRepeatsNoPodWrite(t *testing.T) {
 	}
 	f.kubeClient.ClearActions()
 	f.mpiClient.ClearActions()
-	if _, err := c.syncHandler(ctx, "ns/pi"); err != nil {
+	requeue, err := c.syncHandler(ctx, "ns/pi")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if requeue != expectationsTimeout {
+		t.Errorf("requeue = %v, want a look again after %v in case the event is lost", requeue, expectationsTimeout)
 	}
 	for _, a := range writes(f.kubeClient.Actions()) {
 		if a.resource == "pods" {

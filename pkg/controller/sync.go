@@ -120,6 +120,8 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 		// the job back. The files and the Role stay as the last sync, which
 		// planned the same workers, wrote them.
 		plan.create, plan.drain, plan.remove = nil, nil, nil
+		// Should that event be lost, look again once the wait has expired.
+		plan.requeue = minPositive(plan.requeue, expectationsTimeout)
 	}
 	if err := c.markDraining(ctx, job, plan.drain, now); err != nil {
 		return 0, err
