@@ -29,8 +29,6 @@ func (c *MPIJobController) checkLauncherOutcome(ctx context.Context, job *kubefl
 		msg := fmt.Sprintf("MPIJob %s/%s successfully completed.", job.Namespace, job.Name)
 		if setCondition(&job.Status, common.JobSucceeded, reasonSucceeded, msg, now) {
 			job.Status.CompletionTime = &now
-			c.recorder.Event(job, corev1.EventTypeNormal, reasonSucceeded, msg)
-			metrics.JobsSuccessful.Inc()
 		}
 		return true, nil
 	case corev1.PodFailed:
@@ -69,7 +67,6 @@ func (c *MPIJobController) launcherFailed(ctx context.Context, job *kubeflow.MPI
 		rs.Failed++
 		msg := fmt.Sprintf("MPIJob %s/%s is restarting its launcher after failure %d %s.", job.Namespace, job.Name, rs.Failed, tag)
 		setCondition(&job.Status, common.JobRestarting, reasonRestarting, msg, now)
-		c.recorder.Event(job, corev1.EventTypeWarning, reasonRestarting, msg)
 		return false, nil
 	}
 	reason, msg := reasonFailed, fmt.Sprintf("MPIJob %s/%s has failed", job.Namespace, job.Name)
@@ -188,9 +185,7 @@ func (c *MPIJobController) updateRunning(job *kubeflow.MPIJob, launcher *corev1.
 		return
 	}
 	msg := fmt.Sprintf("MPIJob %s/%s is running.", job.Namespace, job.Name)
-	if setCondition(&job.Status, common.JobRunning, reasonRunning, msg, now) {
-		c.recorder.Event(job, corev1.EventTypeNormal, reasonRunning, msg)
-	}
+	setCondition(&job.Status, common.JobRunning, reasonRunning, msg, now)
 }
 
 func podFinished(pod *corev1.Pod) bool {

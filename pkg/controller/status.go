@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
 // Condition reasons and event reasons. The MPIJob* condition reasons are the
@@ -170,5 +171,38 @@ func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatu
 		return fmt.Errorf("updating status: %w", err)
 	}
 	klog.FromContext(ctx).V(4).Info("Updated status", "conditions", len(job.Status.Conditions))
+	c.announce(job, old)
 	return nil
+}
+
+// announce emits an event, and counts the job in the metrics, for every
+// condition that the status just written holds True and the one before did
+// not hold (or held with another reason or message). Deriving them from
+// the written status means a sync whose write failed, and is retried,
+// announces nothing twice.
+func (c *MPIJobController) announce(job *kubeflow.MPIJob, old *common.JobStatus) {
+	for _, cond := range job.Status.Conditions {
+		if cond.Status != corev1.ConditionTrue {
+			continue
+		}
+		if prev := findCondition(old, cond.Type); prev != nil && prev.Status == corev1.ConditionTrue &&
+			prev.Reason == cond.Reason && prev.Message == cond.Message {
+			continue
+		}
+		switch cond.Type {
+		case common.JobCreated:
+			c.recorder.Event(job, corev1.EventTypeNormal, cond.Reason, cond.Message)
+			metrics.JobsCreated.Inc()
+		case common.JobRunning:
+			c.recorder.Event(job, corev1.EventTypeNormal, cond.Reason, cond.Message)
+		case common.JobSucceeded:
+			c.recorder.Event(job, corev1.EventTypeNormal, cond.Reason, cond.Message)
+			metrics.JobsSuccessful.Inc()
+		case common.JobFailed:
+			c.recorder.Event(job, corev1.EventTypeWarning, cond.Reason, cond.Message)
+			metrics.JobsFailed.Inc()
+		case common.JobRestarting:
+			c.recorder.Event(job, corev1.EventTypeWarning, cond.Reason, cond.Message)
+		}
+	}
 }

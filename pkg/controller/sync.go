@@ -61,8 +61,6 @@ func (c *MPIJobController) reconcile(ctx context.Context, job *kubeflow.MPIJob, 
 		} else if findCondition(&job.Status, common.JobCreated) == nil {
 			msg := fmt.Sprintf("MPIJob %s/%s is created.", job.Namespace, job.Name)
 			setCondition(&job.Status, common.JobCreated, reasonCreated, msg, now)
-			c.recorder.Event(job, corev1.EventTypeNormal, reasonCreated, msg)
-			metrics.JobsCreated.Inc()
 		}
 	}
 	if job.Status.StartTime == nil {
@@ -190,8 +188,9 @@ func (c *MPIJobController) getWorkers(job *kubeflow.MPIJob) ([]*corev1.Pod, erro
 	return out, nil
 }
 
-// failJob marks the job Failed with reason and says so in a Warning event.
-// It reports whether the job was not Failed for that reason before.
+// failJob marks the job Failed with reason; the Warning event follows once
+// the status is written. It reports whether the job was not Failed for that
+// reason before.
 func (c *MPIJobController) failJob(job *kubeflow.MPIJob, reason, msg string, now metav1.Time) bool {
 	if !setCondition(&job.Status, common.JobFailed, reason, msg, now) {
 		return false
@@ -199,8 +198,6 @@ func (c *MPIJobController) failJob(job *kubeflow.MPIJob, reason, msg string, now
 	if job.Status.CompletionTime == nil {
 		job.Status.CompletionTime = &now
 	}
-	c.recorder.Event(job, corev1.EventTypeWarning, reason, msg)
-	metrics.JobsFailed.Inc()
 	return true
 }
 

@@ -8,10 +8,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
+	"k8s.io/klog/v2/ktesting"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 )
@@ -66,9 +72,11 @@ func TestFirstSyncCreatesChildrenInOrder(t *testing.T) {
 	if diff := cmp.Diff(want, f.writtenStatus()); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
+	// Actions are reported as they happen; transitions once the status
+	// that holds them is written.
 	wantEvents := []string{
-		"Normal MPIJobCreated MPIJob ns/pi is created.",
 		"Normal WorkersScalingUp Created 2 worker(s): [pi-worker-0 pi-worker-1]",
+		"Normal MPIJobCreated MPIJob ns/pi is created.",
 	}
 	if diff := cmp.Diff(wantEvents, f.events()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
@@ -287,7 +295,7 @@ func TestLauncherSucceeded(t *testing.T) {
 				t.Errorf("launcher status %+v", st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher])
 			}
 			events := f.events()
-			if len(events) == 0 || events[0] != "Normal MPIJobSucceeded MPIJob ns/pi successfully completed." {
+			if len(events) == 0 || events[len(events)-1] != "Normal MPIJobSucceeded MPIJob ns/pi successfully completed." {
 				t.Errorf("events %q", events)
 			}
 		})
@@ -644,4 +652,30 @@ func TestWorkerOfOtherOwnerIsNotCounted(t *testing.T) {
 	f.sync(job)
 	f.expectKubeWrites()
 	f.expectMPIWrites()
+}
+
+// TestFailedStatusWriteAnnouncesNothing: when the status write fails, the
+// transition it held is neither reported nor counted, so the retry that
+// writes it does so exactly once.
+func TestFailedStatusWriteAnnouncesNothing(t *testing.T) {
+	f := newFixture(t)
+	runningJob(f, 1)
+	f.pods[1].Status.Phase = corev1.PodSucceeded
+	_, ctx := ktesting.NewTestContext(t)
+	c := f.newController(ctx)
+	f.mpiClient.PrependReactor("update", "mpijobs", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(kubeflow.Resource("mpijobs"), "pi", errors.New("stale"))
+	})
+	before := testutil.ToFloat64(metrics.JobsSuccessful)
+	if _, err := c.syncHandler(ctx, "ns/pi"); !apierrors.IsConflict(err) {
+		t.Fatalf("sync error %v, want the conflict", err)
+	}
+	for _, e := range f.events() {
+		if strings.Contains(e, reasonSucceeded) {
+			t.Errorf("event %q before the status holding it was written", e)
+		}
+	}
+	if got := testutil.ToFloat64(metrics.JobsSuccessful); got != before {
+		t.Errorf("jobs_successful_total moved from %v to %v without a status write", before, got)
+	}
 }

@@ -27,7 +27,7 @@ const (
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.mpiReplicaSpecs.Worker.replicas`,description="Desired worker replicas"
 // +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.replicaStatuses.Worker.active`,description="Running worker pods"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name: must be no more than 63 characters, because it is used as a label value"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be no more than 63 characters: it is used as a label value"
 type MPIJob struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -39,15 +39,15 @@ type MPIJob struct {
 
 // MPIJobSpec is the desired state of an MPIJob.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.mpiReplicaSpecs.Launcher)",message="spec.mpiReplicaSpecs.Launcher: Required value: an MPIJob needs exactly one launcher"
-// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Launcher) || !has(self.mpiReplicaSpecs.Launcher.replicas) || self.mpiReplicaSpecs.Launcher.replicas == 1",message="spec.mpiReplicaSpecs.Launcher.replicas: Invalid value: must be 1"
-// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Launcher) || (has(self.mpiReplicaSpecs.Launcher.template) && has(self.mpiReplicaSpecs.Launcher.template.spec) && size(self.mpiReplicaSpecs.Launcher.template.spec.containers) > 0)",message="spec.mpiReplicaSpecs.Launcher.template.spec.containers: Required value: the launcher needs a container"
-// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.template) && has(self.mpiReplicaSpecs.Worker.template.spec) && size(self.mpiReplicaSpecs.Worker.template.spec.containers) > 0)",message="spec.mpiReplicaSpecs.Worker.template.spec.containers: Required value: workers need a container"
-// +kubebuilder:validation:XValidation:rule="self.mpiReplicaSpecs.all(k, k == 'Launcher' || k == 'Worker')",message="spec.mpiReplicaSpecs: Unsupported value: the only replica types are Launcher and Worker"
-// +kubebuilder:validation:XValidation:rule="self.mpiReplicaSpecs.all(k, !has(self.mpiReplicaSpecs[k].restartPolicy) || self.mpiReplicaSpecs[k].restartPolicy in ['Always', 'OnFailure', 'Never', 'ExitCode'])",messageExpression="'spec.mpiReplicaSpecs.' + self.mpiReplicaSpecs.filter(k, has(self.mpiReplicaSpecs[k].restartPolicy) && !(self.mpiReplicaSpecs[k].restartPolicy in ['Always', 'OnFailure', 'Never', 'ExitCode']))[0] + '.restartPolicy: Unsupported value: must be Always, OnFailure, Never or ExitCode'"
-// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas >= 0",message="spec.mpiReplicaSpecs.Worker.replicas: Invalid value: must be 0 or more"
-// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.minReplicas) || !has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas >= self.elasticPolicy.minReplicas",message="spec.mpiReplicaSpecs.Worker.replicas: Invalid value: must not be less than spec.elasticPolicy.minReplicas"
-// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.maxReplicas) || !has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas <= self.elasticPolicy.maxReplicas",message="spec.mpiReplicaSpecs.Worker.replicas: Invalid value: must not be more than spec.elasticPolicy.maxReplicas"
+// +kubebuilder:validation:XValidation:rule="has(self.mpiReplicaSpecs.Launcher)",message="spec.mpiReplicaSpecs.Launcher is required: an MPIJob needs exactly one launcher"
+// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Launcher) || !has(self.mpiReplicaSpecs.Launcher.replicas) || self.mpiReplicaSpecs.Launcher.replicas == 1",message="spec.mpiReplicaSpecs.Launcher.replicas must be 1"
+// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Launcher) || (has(self.mpiReplicaSpecs.Launcher.template) && has(self.mpiReplicaSpecs.Launcher.template.spec) && size(self.mpiReplicaSpecs.Launcher.template.spec.containers) > 0)",message="spec.mpiReplicaSpecs.Launcher.template.spec.containers must hold the launcher's container"
+// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.template) && has(self.mpiReplicaSpecs.Worker.template.spec) && size(self.mpiReplicaSpecs.Worker.template.spec.containers) > 0)",message="spec.mpiReplicaSpecs.Worker.template.spec.containers must hold the workers' container"
+// +kubebuilder:validation:XValidation:rule="self.mpiReplicaSpecs.all(k, k == 'Launcher' || k == 'Worker')",message="spec.mpiReplicaSpecs may hold only Launcher and Worker"
+// +kubebuilder:validation:XValidation:rule="self.mpiReplicaSpecs.all(k, !has(self.mpiReplicaSpecs[k].restartPolicy) || self.mpiReplicaSpecs[k].restartPolicy in ['Always', 'OnFailure', 'Never', 'ExitCode'])",messageExpression="'spec.mpiReplicaSpecs.' + self.mpiReplicaSpecs.filter(k, has(self.mpiReplicaSpecs[k].restartPolicy) && !(self.mpiReplicaSpecs[k].restartPolicy in ['Always', 'OnFailure', 'Never', 'ExitCode']))[0] + '.restartPolicy must be Always, OnFailure, Never or ExitCode'"
+// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas >= 0",message="spec.mpiReplicaSpecs.Worker.replicas must be 0 or more"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.minReplicas) || !has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas >= self.elasticPolicy.minReplicas",message="spec.mpiReplicaSpecs.Worker.replicas must not be less than spec.elasticPolicy.minReplicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.maxReplicas) || !has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas <= self.elasticPolicy.maxReplicas",message="spec.mpiReplicaSpecs.Worker.replicas must not be more than spec.elasticPolicy.maxReplicas"
 type MPIJobSpec struct {
 	// SlotsPerWorker is the number of MPI slots each worker offers.
 	// Unset means 1.
@@ -86,7 +86,7 @@ type MPIJobSpec struct {
 
 // ElasticPolicy sets the bounds and timings of an elastic job.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="spec.elasticPolicy.minReplicas: Invalid value: must not be more than spec.elasticPolicy.maxReplicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="spec.elasticPolicy.minReplicas must not be more than spec.elasticPolicy.maxReplicas"
 type ElasticPolicy struct {
 	// MinReplicas is the fewest workers the job can train with. The launcher
 	// starts once this many workers are ready, and gang scheduling asks for
