@@ -135,6 +135,7 @@ func TestE2E(t *testing.T) {
 		{"Metrics", s.checkMetrics},
 		{"DeleteJob", s.deleteJob},
 		{"StopOperator", s.stopOperator},
+		{"CrashRestart", s.crashRestart},
 	}
 	for _, step := range steps {
 		if !t.Run(step.name, step.run) {
@@ -294,6 +295,7 @@ func (s *suite) startOperator(t *testing.T) {
 
 	port := freePort(t)
 	logPath := filepath.Join(env.localDir, "operator.log")
+	_ = os.Remove(logPath) // the log of an earlier run
 	op, err := startOperator(path, logPath, port)
 	if err != nil {
 		t.Fatal(err)

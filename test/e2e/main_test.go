@@ -20,30 +20,23 @@
 package e2e
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubeflow/mpi-operator/test/testcluster"
 )
 
-// clusterEnv are the settings of this suite's cluster: a directory and five
-// ports of its own, so that it runs beside the integration suite
-// (_output/integration) and the dev cluster of make local-up (_output/local).
-var clusterEnv = []string{
-	"ETCD_PORT=33790",
-	"ETCD_PEER_PORT=33800",
-	"APISERVER_PORT=26443",
-	"CONTROLLER_MANAGER_PORT=30257",
-	"SCHEDULER_PORT=30259",
-	"KWOK_NODES=2",
-}
+// cluster is this suite's control plane: a directory and five ports of its
+// own, so that it runs beside the integration suite (_output/integration)
+// and the dev cluster of make local-up (_output/local).
+var cluster *testcluster.Cluster
 
 // env holds what every test needs.
 var env struct {
@@ -64,19 +57,21 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) (int, error) {
-	root, err := filepath.Abs("../..")
+	root, err := testcluster.RepoRoot()
 	if err != nil {
 		return 0, err
 	}
+	cluster = testcluster.New(root, "e2e",
+		"ETCD_PORT=33790", "ETCD_PEER_PORT=33800", "APISERVER_PORT=26443",
+		"CONTROLLER_MANAGER_PORT=30257", "SCHEDULER_PORT=30259", "KWOK_NODES=2")
 	env.root = root
-	env.localDir = filepath.Join(root, "_output", "e2e")
+	env.localDir = cluster.Dir
 	env.operator = filepath.Join(root, "_output", "bin", "mpi-operator")
 	if bin := os.Getenv("E2E_OPERATOR_BIN"); bin != "" {
 		if env.operator, err = filepath.Abs(bin); err != nil {
 			return 0, err
 		}
 	}
-	clusterEnv = append(clusterEnv, "LOCAL_DIR="+env.localDir)
 
 	if _, err := os.Stat(env.operator); err != nil {
 		return 0, fmt.Errorf("the operator binary is missing (%w): run `make build` first, or `make test-e2e`", err)
@@ -89,24 +84,22 @@ func run(m *testing.M) (int, error) {
 	// that is still up (say, from a run with KEEP_CLUSTER), and this suite
 	// creates namespaces and jobs that must not exist yet.
 	stopStaleOperator()
-	if err := script("hack/cluster-down.sh"); err != nil {
+	if err := cluster.Down(); err != nil {
 		return 0, fmt.Errorf("stopping a cluster left in %s: %w", env.localDir, err)
 	}
 	start := time.Now()
-	if err := script("hack/cluster-up.sh"); err != nil {
-		return 0, fmt.Errorf("starting the control plane (logs in %s): %w", env.localDir, err)
+	if err := cluster.Up(); err != nil {
+		return 0, err
 	}
 	fmt.Fprintf(os.Stderr, "e2e: control plane up in %s\n", time.Since(start).Round(100*time.Millisecond))
 	if os.Getenv("KEEP_CLUSTER") == "" {
 		defer func() {
-			if err := script("hack/cluster-down.sh"); err != nil {
+			if err := cluster.Down(); err != nil {
 				fmt.Fprintln(os.Stderr, "e2e: stopping the control plane:", err)
 			}
 		}()
 	}
-	if err := loadClusterEnv(filepath.Join(env.localDir, "cluster.env")); err != nil {
-		return 0, err
-	}
+	env.kubeconfig, env.kubectl = cluster.Kubeconfig, cluster.Kubectl
 	code := m.Run()
 	if os.Getenv("KEEP_CLUSTER") != "" {
 		fmt.Fprintf(os.Stderr, "e2e: KEEP_CLUSTER is set: the cluster stays up\n"+
@@ -114,45 +107,6 @@ func run(m *testing.M) (int, error) {
 			"  LOCAL_DIR=%s hack/cluster-down.sh\n", env.kubectl, env.kubeconfig, env.localDir)
 	}
 	return code, nil
-}
-
-// script runs a hack/ script with the suite's cluster settings; its output
-// goes to stderr.
-func script(path string, args ...string) error {
-	cmd := exec.Command(filepath.Join(env.root, path), args...)
-	cmd.Dir = env.root
-	cmd.Env = append(os.Environ(), clusterEnv...)
-	cmd.Stdout = os.Stderr
-	cmd.Stderr = os.Stderr
-	return cmd.Run()
-}
-
-// loadClusterEnv reads the KEY=value lines that cluster-up.sh writes.
-func loadClusterEnv(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	vars := map[string]string{}
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(s.Text()), "=")
-		if ok {
-			vars[k] = strings.Trim(v, `"'`)
-		}
-	}
-	if err := s.Err(); err != nil {
-		return err
-	}
-	env.kubeconfig, env.kubectl = vars["KUBECONFIG"], vars["KUBECTL"]
-	if env.kubeconfig == "" || env.kubectl == "" {
-		return fmt.Errorf("%s lacks KUBECONFIG or KUBECTL", path)
-	}
-	if _, err := os.Stat(env.kubectl); err != nil {
-		return fmt.Errorf("the pinned kubectl named in %s: %w", path, err)
-	}
-	return nil
 }
 
 // operatorPIDFile records the PID of the operator this suite started, so

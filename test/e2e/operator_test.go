@@ -37,8 +37,8 @@ var currentOperator *operatorProc
 // logPath. KUBECONFIG and KUBEFLOW_NAMESPACE are removed from its
 // environment: the first would win over --kubeConfig, the second would
 // narrow the namespaces it watches.
-func startOperator(kubeconfig, logPath string, port int) (*operatorProc, error) {
-	logFile, err := os.Create(logPath)
+func startOperator(kubeconfig, logPath string, port int, extraArgs ...string) (*operatorProc, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -49,6 +49,7 @@ func startOperator(kubeconfig, logPath string, port int) (*operatorProc, error) 
 		"--kubectl-delivery-image=mpioperator/kubectl-delivery:e2e",
 		"-v=2",
 	}
+	args = append(args, extraArgs...)
 	cmd := exec.Command(env.operator, args...)
 	cmd.Dir = env.root
 	for _, kv := range os.Environ() {

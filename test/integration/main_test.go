@@ -5,7 +5,6 @@
 package integration
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,18 +18,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
+	"github.com/kubeflow/mpi-operator/test/testcluster"
 )
-
-// The suite's cluster has its own directory and ports, so that it can run
-// beside a cluster of make local-up.
-var clusterEnv = []string{
-	"ETCD_PORT=23790",
-	"ETCD_PEER_PORT=23800",
-	"APISERVER_PORT=16443",
-	"CONTROLLER_MANAGER_PORT=20257",
-	"SCHEDULER_PORT=20259",
-	"KWOK_NODES=4",
-}
 
 // env holds what every test needs to talk to the cluster.
 var env struct {
@@ -53,25 +42,28 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) (int, error) {
-	root, err := filepath.Abs("../..")
+	root, err := testcluster.RepoRoot()
 	if err != nil {
 		return 0, err
 	}
-	env.root = root
-	env.localDir = filepath.Join(root, "_output", "integration")
-	clusterEnv = append(clusterEnv, "LOCAL_DIR="+env.localDir)
-
-	if err := script("hack/cluster-up.sh"); err != nil {
-		return 0, fmt.Errorf("starting the control plane (logs in %s): %w", env.localDir, err)
+	// A directory and ports of its own, so that the suite runs beside the
+	// e2e suite and the cluster of make local-up.
+	cluster := testcluster.New(root, "integration",
+		"ETCD_PORT=23790", "ETCD_PEER_PORT=23800", "APISERVER_PORT=16443",
+		"CONTROLLER_MANAGER_PORT=20257", "SCHEDULER_PORT=20259", "KWOK_NODES=4")
+	env.root, env.localDir = root, cluster.Dir
+	if err := cluster.Up(); err != nil {
+		return 0, err
 	}
 	if os.Getenv("KEEP_CLUSTER") == "" {
 		defer func() {
-			if err := script("hack/cluster-down.sh"); err != nil {
+			if err := cluster.Down(); err != nil {
 				fmt.Fprintln(os.Stderr, "integration: stopping the control plane:", err)
 			}
 		}()
 	}
-	if err := loadClusterEnv(filepath.Join(env.localDir, "cluster.env")); err != nil {
+	env.kubeconfig, env.kubectl = cluster.Kubeconfig, cluster.Kubectl
+	if err := newClients(); err != nil {
 		return 0, err
 	}
 	if err := installCRD(); err != nil {
@@ -80,36 +72,8 @@ func run(m *testing.M) (int, error) {
 	return m.Run(), nil
 }
 
-// script runs a hack/ script with the suite's cluster settings.
-func script(path string, args ...string) error {
-	cmd := exec.Command(filepath.Join(env.root, path), args...)
-	cmd.Dir = env.root
-	cmd.Env = append(os.Environ(), clusterEnv...)
-	cmd.Stdout = os.Stderr
-	cmd.Stderr = os.Stderr
-	return cmd.Run()
-}
-
-// loadClusterEnv reads the KEY=value lines cluster-up.sh writes and builds
-// the clients.
-func loadClusterEnv(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	vars := map[string]string{}
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(s.Text()), "=")
-		if ok {
-			vars[k] = strings.Trim(v, `"'`)
-		}
-	}
-	env.kubeconfig, env.kubectl = vars["KUBECONFIG"], vars["KUBECTL"]
-	if env.kubeconfig == "" || env.kubectl == "" {
-		return fmt.Errorf("%s lacks KUBECONFIG or KUBECTL", path)
-	}
+func newClients() error {
+	var err error
 	env.config, err = clientcmd.BuildConfigFromFlags("", env.kubeconfig)
 	if err != nil {
 		return err

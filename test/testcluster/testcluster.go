@@ -1,0 +1,109 @@
+// Package testcluster starts and stops the local control plane of
+// hack/cluster-up.sh for test suites and harnesses, each in a directory and
+// on ports of its own.
+package testcluster
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Cluster is one control plane: its state lives in Dir, and Settings (the
+// KEY=value environment of hack/cluster-up.sh: ports, KWOK_NODES, ...) tell
+// it apart from the others on the machine.
+type Cluster struct {
+	Root     string   // the repository
+	Dir      string   // LOCAL_DIR of the scripts
+	Settings []string // KEY=value
+
+	// Known once Up has returned.
+	Kubeconfig string // admin kubeconfig
+	Kubectl    string // the pinned kubectl
+}
+
+// New describes the cluster kept in <root>/_output/<name>.
+func New(root, name string, settings ...string) *Cluster {
+	dir := filepath.Join(root, "_output", name)
+	return &Cluster{Root: root, Dir: dir, Settings: append(settings, "LOCAL_DIR="+dir)}
+}
+
+// RepoRoot finds the repository from the working directory of a test,
+// which is its package's directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Up starts the cluster, or finds it up, and reads its kubeconfig and
+// kubectl. The first run on a machine builds the binaries.
+func (c *Cluster) Up() error {
+	if err := c.Script("hack/cluster-up.sh"); err != nil {
+		return fmt.Errorf("starting the control plane (logs in %s): %w", c.Dir, err)
+	}
+	return c.load()
+}
+
+// Down stops every process of the cluster.
+func (c *Cluster) Down() error {
+	return c.Script("hack/cluster-down.sh")
+}
+
+// Script runs a hack/ script with the cluster's settings; its output goes
+// to stderr, as test progress.
+func (c *Cluster) Script(path string, args ...string) error {
+	cmd := exec.Command(filepath.Join(c.Root, path), args...)
+	cmd.Dir = c.Root
+	cmd.Env = append(os.Environ(), c.Settings...)
+	cmd.Stdout = os.Stderr
+	cmd.Stderr = os.Stderr
+	return cmd.Run()
+}
+
+// KubectlCmd returns kubectl with the admin kubeconfig and args.
+func (c *Cluster) KubectlCmd(args ...string) *exec.Cmd {
+	return exec.Command(c.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+}
+
+// load reads the KEY=value lines cluster-up.sh writes to cluster.env.
+func (c *Cluster) load() error {
+	path := filepath.Join(c.Dir, "cluster.env")
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	vars := map[string]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimSpace(s.Text()), "="); ok {
+			vars[k] = strings.Trim(v, `"'`)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return err
+	}
+	c.Kubeconfig, c.Kubectl = vars["KUBECONFIG"], vars["KUBECTL"]
+	if c.Kubeconfig == "" || c.Kubectl == "" {
+		return fmt.Errorf("%s lacks KUBECONFIG or KUBECTL", path)
+	}
+	if _, err := os.Stat(c.Kubectl); err != nil {
+		return fmt.Errorf("the pinned kubectl named in %s: %w", path, err)
+	}
+	return nil
+}
