@@ -61,6 +61,10 @@ type MPIJobController struct {
 	// runningSince remembers when the controller saw each worker turn
 	// Running, for the discovery latency histogram only.
 	runningSince sync.Map // types.UID -> time.Time
+	// statusBase remembers, per job, the resourceVersion its last status
+	// write started from. While the cache still shows that version it has
+	// not seen the write, and a status written from it would only conflict.
+	statusBase sync.Map // job key -> resourceVersion
 }
 
 // NewMPIJobController wires a controller to the informers in inf. Events go
@@ -70,7 +74,11 @@ func NewMPIJobController(ctx context.Context, kubeClient kubernetes.Interface, m
 	utilruntime.Must(mpischeme.AddToScheme(scheme.Scheme))
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(4)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
+	events := cfg.EventClient
+	if events == nil {
+		events = kubeClient
+	}
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerName})
 	return newController(ctx, kubeClient, mpiClient, volcanoClient, inf, cfg, recorder, clock.RealClock{})
 }

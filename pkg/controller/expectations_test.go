@@ -96,3 +96,36 @@ func TestStaleCacheRepeatsNoPodWrite(t *testing.T) {
 		t.Error("the pods' add events did not settle the expectations")
 	}
 }
+
+// TestStatusNotRewrittenFromStaleCache: after a status write, a sync that
+// still sees the job's old resourceVersion writes no status (it would only
+// conflict); once the cache shows a newer version, it writes again.
+func TestStatusNotRewrittenFromStaleCache(t *testing.T) {
+	f := newFixture(t)
+	// An invalid job: its syncs write a status and nothing else.
+	job := newTestJob("pi", 1)
+	job.Spec.SlotsPerWorker = ptr[int32](0)
+	job.ResourceVersion = "10"
+	f.jobs = append(f.jobs, job)
+	_, ctx := ktesting.NewTestContext(t)
+	c := f.newController(ctx)
+	if _, err := c.syncHandler(ctx, "ns/pi"); err != nil {
+		t.Fatal(err)
+	}
+	f.expectMPIWrites(statusUpdate("pi"))
+	f.mpiClient.ClearActions()
+	if _, err := c.syncHandler(ctx, "ns/pi"); err != nil {
+		t.Fatal(err)
+	}
+	f.expectMPIWrites()
+
+	newer := job.DeepCopy()
+	newer.ResourceVersion = "11"
+	if err := f.inf.jobs.Kubeflow().V1().MPIJobs().Informer().GetIndexer().Update(newer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.syncHandler(ctx, "ns/pi"); err != nil {
+		t.Fatal(err)
+	}
+	f.expectMPIWrites(statusUpdate("pi"))
+}

@@ -3,6 +3,7 @@ package controller
 import (
 	"time"
 
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -27,6 +28,10 @@ type Config struct {
 	// RefreshLauncher annotates the launcher after each change of
 	// discover_hosts.sh, so that the kubelet refreshes its volume at once.
 	RefreshLauncher bool
+	// EventClient, when set, writes the controller's events, under rate
+	// limits of its own, so that a burst of events never delays the
+	// requests that change the jobs. Nil means the controller's client.
+	EventClient kubernetes.Interface
 }
 
 // Informers holds the informer factories the controller reads from. Pods and
@@ -97,38 +102,68 @@ func trimManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
-// trimPod keeps the parts of a pod that the controller reads: its metadata,
-// phase, reason, Ready condition and how its containers ended.
+// Pod labels and annotations the controller reads; trimPod drops the rest.
+var (
+	keptPodLabels = []string{labelGroupName, labelMPIJobName, labelMPIRole,
+		labelReplicaIndex, common.ReplicaIndexLabel}
+	keptPodAnnotations = []string{annotationDrainingSince, annotationReplacedBy,
+		annotationHostsHash, annotationDeletionCost}
+)
+
+// trimPod keeps the parts of a pod that the controller reads: its name,
+// identity, owner, deletion, the labels and annotations it selects or marks
+// pods with, the phase and reason, and, for a launcher, how its containers
+// ended. With thousands of workers cached, every dropped field counts.
 func trimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return trimManagedFields(obj)
 	}
-	pod.ManagedFields = nil
-	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
-	var ready []corev1.PodCondition
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			ready = append(ready, corev1.PodCondition{Type: c.Type, Status: c.Status})
+	ref := metav1.GetControllerOf(pod)
+	pod.ObjectMeta = metav1.ObjectMeta{
+		Name:              pod.Name,
+		Namespace:         pod.Namespace,
+		UID:               pod.UID,
+		ResourceVersion:   pod.ResourceVersion,
+		CreationTimestamp: pod.CreationTimestamp,
+		DeletionTimestamp: pod.DeletionTimestamp,
+		Labels:            keep(pod.Labels, keptPodLabels),
+		Annotations:       keep(pod.Annotations, keptPodAnnotations),
+	}
+	if ref != nil {
+		pod.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	var statuses []corev1.ContainerStatus
+	if pod.Labels[labelMPIRole] == roleLauncher {
+		for _, s := range pod.Status.ContainerStatuses {
+			trimmed := corev1.ContainerStatus{Name: s.Name, RestartCount: s.RestartCount}
+			if t := s.State.Terminated; t != nil {
+				trimmed.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
+			}
+			statuses = append(statuses, trimmed)
 		}
 	}
-	statuses := make([]corev1.ContainerStatus, 0, len(pod.Status.ContainerStatuses))
-	for _, s := range pod.Status.ContainerStatuses {
-		trimmed := corev1.ContainerStatus{Name: s.Name, RestartCount: s.RestartCount}
-		if t := s.State.Terminated; t != nil {
-			trimmed.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
-		}
-		statuses = append(statuses, trimmed)
-	}
+	pod.Spec = corev1.PodSpec{}
 	pod.Status = corev1.PodStatus{
 		Phase:             pod.Status.Phase,
 		Reason:            pod.Status.Reason,
-		Message:           pod.Status.Message,
-		Conditions:        ready,
 		ContainerStatuses: statuses,
-		StartTime:         pod.Status.StartTime,
 	}
 	return pod, nil
+}
+
+// keep returns the entries of m under keys, or nil when there are none.
+func keep(m map[string]string, keys []string) map[string]string {
+	var out map[string]string
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			if out == nil {
+				out = make(map[string]string, len(keys))
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // trimConfigMap drops the data of ConfigMaps that no MPIJob controls: the

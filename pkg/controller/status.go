@@ -162,6 +162,7 @@ func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatu
 	}
 	now := metav1.NewTime(c.clock.Now())
 	job.Status.LastReconcileTime = &now
+	base := job.ResourceVersion
 	_, err := c.mpiClient.KubeflowV1().MPIJobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		// Deleted meanwhile, by its TTL or by a user.
@@ -171,6 +172,7 @@ func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatu
 		return fmt.Errorf("updating status: %w", err)
 	}
 	klog.FromContext(ctx).V(4).Info("Updated status", "conditions", len(job.Status.Conditions))
+	c.statusBase.Store(jobKey(job), base)
 	c.announce(job, old)
 	return nil
 }

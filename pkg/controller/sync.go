@@ -32,6 +32,8 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	shared, err := c.jobLister.MPIJobs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		metrics.JobInfo.DeleteLabelValues(name+launcherSuffix, ns)
+		c.expectations.forget(key)
+		c.statusBase.Delete(key)
 		return 0, nil
 	}
 	if err != nil {
@@ -46,6 +48,12 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	now := metav1.NewTime(c.clock.Now())
 
 	requeue, err := c.reconcile(ctx, job, now)
+	if base, ok := c.statusBase.Load(key); ok && base == shared.ResourceVersion {
+		// The cache does not show the last status write yet; the job's
+		// update event brings it back.
+		return minPositive(requeue, expectationsTimeout), err
+	}
+	c.statusBase.Delete(key)
 	if statusErr := c.writeStatus(ctx, &shared.Status, job); statusErr != nil && err == nil {
 		err = statusErr
 	}

@@ -81,6 +81,7 @@ var defaultLeaseTimings = leaseTimings{
 // clients bundles the API clients of the operator.
 type clients struct {
 	kube    kubernetes.Interface
+	events  kubernetes.Interface // the same API, its own rate limits
 	mpi     clientset.Interface
 	volcano volcanoclient.Interface // nil when gang scheduling is off
 }
@@ -202,6 +203,10 @@ func newClients(cfg *rest.Config, gang bool) (clients, error) {
 		return cs, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
 	cs.kube = kube
+	// Events get a client, and so a rate limiter, of their own.
+	if cs.events, err = kubernetes.NewForConfig(kcfg); err != nil {
+		return cs, fmt.Errorf("creating the events client: %w", err)
+	}
 	mpi, err := clientset.NewForConfig(cfg)
 	if err != nil {
 		return cs, fmt.Errorf("creating the MPIJob client: %w", err)
@@ -287,6 +292,7 @@ func runController(ctx context.Context, cs clients, o *Options) error {
 	// their watches close, before this function returns, whatever made the
 	// controller return.
 	infCtx, stopInformers := context.WithCancel(ctx)
+	cfg.EventClient = cs.events
 	inf := controller.NewInformers(cs.kube, cs.mpi, vc, cfg)
 	defer func() {
 		stopInformers()

@@ -1,0 +1,110 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestTrimPod(t *testing.T) {
+	job := defaulted(newTestJob("pi", 1))
+	ctrl := ownerRefs(job)[0]
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "x-uid"}
+	deleted := metav1.Now()
+	full := func(role string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "pi-" + role, Namespace: "ns", UID: "uid", ResourceVersion: "7",
+				Generation: 3, DeletionTimestamp: &deleted,
+				Labels: map[string]string{
+					labelGroupName: "kubeflow.org", labelMPIJobName: "pi", labelMPIRole: role,
+					labelReplicaIndex: "0", "training.kubeflow.org/replica-index": "0", "team": "ml",
+				},
+				Annotations: map[string]string{
+					annotationDrainingSince: "t", annotationDeletionCost: "5", "note": "long text",
+				},
+				OwnerReferences: []metav1.OwnerReference{other, ctrl},
+				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+				Finalizers:      []string{"f"},
+			},
+			Spec: corev1.PodSpec{NodeName: "node", Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+			Status: corev1.PodStatus{
+				Phase: corev1.PodFailed, Reason: "Evicted", Message: "long message",
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}},
+				ContainerStatuses: []corev1.ContainerStatus{{
+					Name: "c", Image: "i", RestartCount: 2,
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", Message: "m"}},
+				}},
+			},
+		}
+	}
+	trimmedMeta := func(role string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name: "pi-" + role, Namespace: "ns", UID: "uid", ResourceVersion: "7", DeletionTimestamp: &deleted,
+			Labels: map[string]string{
+				labelGroupName: "kubeflow.org", labelMPIJobName: "pi", labelMPIRole: role,
+				labelReplicaIndex: "0", "training.kubeflow.org/replica-index": "0",
+			},
+			Annotations:     map[string]string{annotationDrainingSince: "t", annotationDeletionCost: "5"},
+			OwnerReferences: []metav1.OwnerReference{ctrl},
+		}
+	}
+	cases := map[string]struct {
+		in   *corev1.Pod
+		want *corev1.Pod
+	}{
+		"worker": {
+			in: full(roleWorker),
+			want: &corev1.Pod{ObjectMeta: trimmedMeta(roleWorker),
+				Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"}},
+		},
+		"launcher keeps how its containers ended": {
+			in: full(roleLauncher),
+			want: &corev1.Pod{ObjectMeta: trimmedMeta(roleLauncher),
+				Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
+					ContainerStatuses: []corev1.ContainerStatus{{Name: "c", RestartCount: 2,
+						State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := trimPod(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("trimmed pod (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTrimConfigMap(t *testing.T) {
+	job := defaulted(newTestJob("pi", 1))
+	ours := newConfigMap(job, hostLists{desired: []string{"pi-worker-0"}}, configState{})
+	ours.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}}
+	want := ours.DeepCopy()
+	want.ManagedFields = nil
+	got, err := trimConfigMap(ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("an MPIJob's ConfigMap (-want +got):\n%s", diff)
+	}
+
+	foreign := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "app-settings", Namespace: "ns", Labels: map[string]string{"app": "web"}},
+		Data:       map[string]string{"big": "..."},
+		BinaryData: map[string][]byte{"blob": {1, 2}},
+	}
+	got, err = trimConfigMap(foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm := got.(*corev1.ConfigMap); cm.Data != nil || cm.BinaryData != nil || cm.Name != "app-settings" {
+		t.Errorf("a ConfigMap of no MPIJob keeps its data: %+v", cm)
+	}
+}
