@@ -112,7 +112,7 @@ func TestStatusNotRewrittenFromStaleCache(t *testing.T) {
 	if _, err := c.syncHandler(ctx, "ns/pi"); err != nil {
 		t.Fatal(err)
 	}
-	f.expectMPIWrites(statusUpdate("pi"))
+	f.expectMPIWrites(statusUpdate())
 	f.mpiClient.ClearActions()
 	if _, err := c.syncHandler(ctx, "ns/pi"); err != nil {
 		t.Fatal(err)
@@ -127,5 +127,5 @@ func TestStatusNotRewrittenFromStaleCache(t *testing.T) {
 	if _, err := c.syncHandler(ctx, "ns/pi"); err != nil {
 		t.Fatal(err)
 	}
-	f.expectMPIWrites(statusUpdate("pi"))
+	f.expectMPIWrites(statusUpdate())
 }

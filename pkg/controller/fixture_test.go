@@ -257,7 +257,9 @@ func create(resource, name string) action { return action{"create", resource, ""
 func update(resource, name string) action { return action{"update", resource, "", name} }
 func patchPod(name string) action         { return action{"patch", "pods", "", name} }
 func del(resource, name string) action    { return action{"delete", resource, "", name} }
-func statusUpdate(name string) action     { return action{"update", "mpijobs", "status", name} }
+
+// statusUpdate is the status write of the test job, which is always "pi".
+func statusUpdate() action { return action{"update", "mpijobs", "status", "pi"} }
 
 // newTestJob returns an MPIJob with a launcher and the given workers.
 func newTestJob(name string, workers int32) *kubeflow.MPIJob {

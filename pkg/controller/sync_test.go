@@ -39,7 +39,7 @@ func TestFirstSyncCreatesChildrenInOrder(t *testing.T) {
 		create("pods", "pi-worker-1"),
 		create("pods", "pi-launcher"),
 	)
-	f.expectMPIWrites(statusUpdate("pi"))
+	f.expectMPIWrites(statusUpdate())
 
 	d := defaulted(job)
 	hosts := hostLists{desired: []string{"pi-worker-0", "pi-worker-1"}}
@@ -232,7 +232,7 @@ func TestLauncherRunningMarksJobRunning(t *testing.T) {
 	job.Status.Conditions = job.Status.Conditions[:1]
 	f.sync(job)
 	f.expectKubeWrites()
-	f.expectMPIWrites(statusUpdate("pi"))
+	f.expectMPIWrites(statusUpdate())
 	st := f.writtenStatus()
 	if !hasCondition(&st, common.JobRunning) {
 		t.Errorf("conditions %+v lack Running", st.Conditions)
