@@ -1,0 +1,413 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/utils/ptr"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+)
+
+const latencyNamespace = "mpi-bench"
+
+// latencyResult is everything the latency scenario measured.
+type latencyResult struct {
+	start, allListed, resizesStart, settled time.Time
+	// settledAll is false when some resize had not settled in time.
+	settledAll bool
+
+	discovery, shrink, growRole, growPods, settle, jobListed sample
+	// discovery split: workers the jobs were created with, and workers
+	// added by resizes.
+	discoveryInitial, discoveryResize sample
+	// earlyListed counts workers listed before the bench saw them Running
+	// (a race between two watch streams; counted as 0 s).
+	earlyListed int
+
+	resizes                 []*resizeRec
+	excluded, failedResizes int
+	unsettled               []*resizeRec
+	neverListed             []string
+	roleAfterPod            []string
+	createdWorkers          int
+	deletedWorkers, victims int
+	anomalies               anomalies
+
+	restFrom, restTo time.Time
+	restEvents       map[string]int
+	audit            []auditEvent // nil without an audit log
+
+	mem   procMemory
+	goMem goMemory
+	cpu   time.Duration
+	log   logSummary
+	hist  histogram
+	// histOK is false when /metrics had no discovery histogram.
+	histOK bool
+}
+
+// waitUntil waits until cond (called with the recorder locked) holds, the
+// timeout passes (false), the operator dies or ctx ends (error).
+func waitUntil(ctx context.Context, rec *recorder, op *operator, timeout time.Duration, cond func() bool) (bool, error) {
+	deadline := time.After(timeout)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		rec.mu.Lock()
+		ok := cond()
+		rec.mu.Unlock()
+		if ok {
+			return true, nil
+		}
+		if err := op.diedErr(); err != nil {
+			return false, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-deadline:
+			return false, nil
+		case <-rec.changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// sleepCtx sleeps d, checking the operator every second.
+func sleepCtx(ctx context.Context, op *operator, d time.Duration) error {
+	end := time.Now().Add(d)
+	for {
+		if err := op.diedErr(); err != nil {
+			return err
+		}
+		left := time.Until(end)
+		if left <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(left, time.Second)):
+		}
+	}
+}
+
+func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, error) {
+	res := &latencyResult{}
+	if err := cl.freshNamespace(ctx, latencyNamespace); err != nil {
+		return nil, err
+	}
+	rec := newRecorder()
+	factory := informers.NewSharedInformerFactoryWithOptions(cl.kube, 0, informers.WithNamespace(latencyNamespace))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(rec.handlers("pod")); err != nil {
+		return nil, err
+	}
+	if _, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(rec.handlers("configmap")); err != nil {
+		return nil, err
+	}
+	if _, err := factory.Rbac().V1().Roles().Informer().AddEventHandler(rec.handlers("role")); err != nil {
+		return nil, err
+	}
+	stop := make(chan struct{})
+	defer func() {
+		close(stop)
+		factory.Shutdown()
+	}()
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+
+	op, err := startOperator(ctx, o, cl.operatorKubeconfig, filepath.Join(o.localDir, "operator-latency.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer op.stop()
+
+	// 1. The jobs.
+	logf("latency: creating %d jobs of %d workers (elastic %d..%d, drainSeconds %d)", o.jobs, o.workers, o.minWorkers, o.maxWorkers, o.drainSeconds)
+	ep := &kubeflow.ElasticPolicy{
+		MinReplicas:  ptr.To(int32(o.minWorkers)),
+		MaxReplicas:  ptr.To(int32(o.maxWorkers)),
+		DrainSeconds: ptr.To(int32(o.drainSeconds)),
+	}
+	res.start = time.Now()
+	names := make([]string, o.jobs)
+	for i := range o.jobs {
+		names[i] = fmt.Sprintf("bench-%03d", i)
+		rec.addJob(names[i], o.workers)
+		job := newJob(latencyNamespace, names[i], o.workers, ep)
+		if _, err := cl.mpi.KubeflowV1().MPIJobs(latencyNamespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating MPIJob %s: %w", names[i], err)
+		}
+	}
+	ok, err := waitUntil(ctx, rec, op, o.settleTimeout, func() bool {
+		for _, j := range rec.jobs {
+			if j.listedAt.IsZero() {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		rec.mu.Lock()
+		var missing []string
+		for _, n := range names {
+			if j := rec.jobs[n]; j.listedAt.IsZero() {
+				missing = append(missing, n)
+			}
+		}
+		rec.mu.Unlock()
+		return nil, fmt.Errorf("%d of %d jobs did not list their %d workers within %s: %s", len(missing), o.jobs, o.workers, o.settleTimeout, shortList(missing))
+	}
+	rec.mu.Lock()
+	for _, j := range rec.jobs {
+		if j.listedAt.After(res.allListed) {
+			res.allListed = j.listedAt
+		}
+	}
+	rec.mu.Unlock()
+	logf("latency: all %d jobs list their workers, %s after the first create", o.jobs, res.allListed.Sub(res.start).Round(time.Millisecond))
+
+	// 2. The resizes.
+	res.resizesStart = time.Now()
+	logf("latency: %d resizes (%d..%d workers) at %g per second, seed %d", o.resizes, o.minWorkers, o.maxWorkers, o.rate, o.seed)
+	if err := driveResizes(ctx, o, cl, rec, op, names, res); err != nil {
+		return nil, err
+	}
+	logf("latency: resizes issued in %s; waiting up to %s for them to settle", time.Since(res.resizesStart).Round(time.Millisecond), o.settleTimeout)
+	ok, err = waitUntil(ctx, rec, op, o.settleTimeout, func() bool {
+		for _, j := range rec.jobs {
+			if !j.idle() {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.settledAll = ok
+	res.settled = time.Now()
+	if ok {
+		logf("latency: every job settled, %s after the last resize was issued", res.settled.Sub(res.resizes[len(res.resizes)-1].at).Round(time.Millisecond))
+	} else {
+		logf("latency: some resizes did not settle within %s", o.settleTimeout)
+	}
+
+	// 3. At rest.
+	res.restFrom = res.settled.Add(o.restGrace)
+	res.restTo = res.restFrom.Add(o.restWindow)
+	logf("latency: at rest for %s (after a grace of %s)", o.restWindow, o.restGrace)
+	if err := sleepCtx(ctx, op, time.Until(res.restTo)); err != nil {
+		return nil, err
+	}
+
+	if res.mem, err = op.memory(); err != nil {
+		return nil, err
+	}
+	if res.cpu, err = op.cpu(); err != nil {
+		return nil, err
+	}
+	if text, err := op.get(ctx, "/metrics"); err == nil {
+		res.hist, res.histOK = parseHistogram(text, "mpi_operator_worker_discovery_seconds")
+		res.goMem = parseGoMemory(text)
+	}
+	op.stop()
+	res.log = op.scanLog()
+	if cl.auditLog != "" {
+		if res.audit, err = cl.readAudit(); err != nil {
+			return nil, fmt.Errorf("reading the audit log: %w", err)
+		}
+	}
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	res.analyze(rec)
+	return res, nil
+}
+
+// driveResizes changes the worker replicas of random jobs at o.rate per
+// second. It picks among the jobs that have settled, so that every resize
+// can be measured on its own; only when none has settled does it pick any
+// job, and then the two resizes of that job are left out of the statistics.
+func driveResizes(ctx context.Context, o *options, cl *cluster, rec *recorder, op *operator, names []string, res *latencyResult) error {
+	rng := rand.New(rand.NewPCG(uint64(o.seed), uint64(o.seed)^0x9e3779b97f4a7c15))
+	interval := time.Duration(float64(time.Second) / o.rate)
+	next := time.Now()
+	failures := 0
+	for i := range o.resizes {
+		if err := sleepCtx(ctx, op, time.Until(next)); err != nil {
+			return err
+		}
+		next = next.Add(interval)
+
+		rec.mu.Lock()
+		var pool []*jobRec
+		for _, n := range names {
+			if j := rec.jobs[n]; j.idle() {
+				pool = append(pool, j)
+			}
+		}
+		overlapping := false
+		if len(pool) == 0 {
+			overlapping = true
+			for _, n := range names {
+				pool = append(pool, rec.jobs[n])
+			}
+		}
+		j := pool[rng.IntN(len(pool))]
+		from := len(j.livePods())
+		var choices []int
+		for v := o.minWorkers; v <= o.maxWorkers; v++ {
+			if v != from && v != j.desired {
+				choices = append(choices, v)
+			}
+		}
+		to := choices[rng.IntN(len(choices))]
+		if j.cur != nil && j.cur.settledAt.IsZero() {
+			j.cur.superseded = true
+		}
+		rz := &resizeRec{job: j, seq: i + 1, at: time.Now(), from: from, to: to, overlapping: overlapping}
+		j.cur = rz
+		j.desired = to
+		res.resizes = append(res.resizes, rz)
+		rec.mu.Unlock()
+
+		if err := scaleJob(ctx, cl, latencyNamespace, j.name, to); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			rec.mu.Lock()
+			rz.err = err
+			rec.mu.Unlock()
+			logf("latency: %s failed: %v", rz, err)
+			if failures++; failures > 5 {
+				return fmt.Errorf("more than 5 resizes failed, the last: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// analyze turns the records into the result's samples and checks.
+func (res *latencyResult) analyze(rec *recorder) {
+	res.anomalies = rec.anomalies
+	var jobs []*jobRec
+	for _, j := range rec.jobs {
+		jobs = append(jobs, j)
+	}
+	slices.SortFunc(jobs, func(a, b *jobRec) int { return strings.Compare(a.name, b.name) })
+	for _, j := range jobs {
+		res.jobListed = append(res.jobListed, j.listedAt.Sub(j.createdAt))
+		for _, p := range j.pods {
+			res.createdWorkers++
+			if !p.deletingAt.IsZero() {
+				res.deletedWorkers++
+			}
+			if !p.runningAt.IsZero() && !p.listedAt.IsZero() {
+				d := p.listedAt.Sub(p.runningAt)
+				if d < 0 {
+					res.earlyListed++
+					d = 0
+				}
+				res.discovery = append(res.discovery, d)
+				if p.initial {
+					res.discoveryInitial = append(res.discoveryInitial, d)
+				} else {
+					res.discoveryResize = append(res.discoveryResize, d)
+				}
+			}
+			if !p.runningAt.IsZero() && p.listedAt.IsZero() && p.drainingAt.IsZero() && p.deletingAt.IsZero() && !p.finished {
+				res.neverListed = append(res.neverListed, p.name)
+			}
+			// The Role must allow a worker before the worker exists.
+			first := slices.IndexFunc(j.roles, func(v roleVersion) bool { return v.exec[p.name] })
+			if first < 0 || j.roles[first].rv > p.addedRV {
+				res.roleAfterPod = append(res.roleAfterPod, p.name)
+			}
+		}
+	}
+	for _, rz := range res.resizes {
+		switch {
+		case rz.err != nil:
+			res.failedResizes++
+			continue
+		case rz.excluded():
+			res.excluded++
+			continue
+		case rz.settledAt.IsZero():
+			res.unsettled = append(res.unsettled, rz)
+		default:
+			res.settle = append(res.settle, rz.settledAt.Sub(rz.at))
+		}
+		if rz.grow() {
+			if !rz.roleAt.IsZero() {
+				res.growRole = append(res.growRole, rz.roleAt.Sub(rz.at))
+			}
+			if !rz.podsAt.IsZero() {
+				res.growPods = append(res.growPods, rz.podsAt.Sub(rz.at))
+			}
+		} else {
+			res.victims += len(rz.victims)
+			if !rz.goneAt.IsZero() {
+				res.shrink = append(res.shrink, rz.goneAt.Sub(rz.at))
+			}
+		}
+	}
+	res.restEvents = map[string]int{}
+	for _, e := range rec.events {
+		if !e.t.Before(res.restFrom) && e.t.Before(res.restTo) {
+			res.restEvents[e.kind]++
+		}
+	}
+}
+
+// describe says what an unsettled resize still lacks.
+func (rz *resizeRec) describe() string {
+	j := rz.job
+	var missing []string
+	if rz.grow() {
+		if n := len(rz.newPods); n < rz.to-rz.from {
+			missing = append(missing, fmt.Sprintf("%d of %d new workers created", n, rz.to-rz.from))
+		} else if rz.roleAt.IsZero() {
+			missing = append(missing, "Role does not allow every new worker")
+		}
+	} else {
+		if n := len(rz.victims); n < rz.from-rz.to {
+			missing = append(missing, fmt.Sprintf("%d of %d victims marked draining", n, rz.from-rz.to))
+		} else if rz.goneAt.IsZero() {
+			missing = append(missing, "victims still listed")
+		}
+	}
+	live, running := 0, 0
+	for _, p := range j.livePods() {
+		live++
+		if !p.runningAt.IsZero() {
+			running++
+		}
+	}
+	listed := 0
+	if h := j.currentHosts(); h != nil {
+		listed = len(h.hosts)
+	}
+	missing = append(missing, fmt.Sprintf("now %d live workers, %d Running, %d listed", live, running, listed))
+	return fmt.Sprintf("%s: %s", rz, strings.Join(missing, "; "))
+}
+
+func shortList(names []string) string {
+	const n = 8
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
+}

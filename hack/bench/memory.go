@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+)
+
+const memoryNamespace = "mpi-bench-mem"
+
+// memoryResult is what the memory scenario measured.
+type memoryResult struct {
+	pods, jobs, perJob int
+	// reached are the worker pods created, Running and listed when the
+	// scenario stopped waiting; complete is true when all were listed.
+	created, running, listed int
+	complete                 bool
+	start                    time.Time
+	// allCreated, allRunning, allListed: when the bench saw each count
+	// reach pods (zero if it never did).
+	allCreated, allRunning, allListed time.Time
+	end                               time.Time
+	// firstListed is when the bench first saw any worker listed.
+	firstListed time.Time
+	// discovery: each worker's time from Running to listed.
+	discovery sample
+
+	// The operator that created the pods.
+	mem   procMemory
+	goMem goMemory
+	cpu   time.Duration
+	log   logSummary
+	from  time.Time
+
+	// A fresh operator started with the pods in place.
+	restarted    bool
+	restartFrom  time.Time
+	restartTo    time.Time
+	restartMem   procMemory
+	restartGoMem goMemory
+	restartCPU   time.Duration
+	restartLog   logSummary
+	restartDelta string // changes of pods/ConfigMaps seen meanwhile
+
+	audit []auditEvent
+}
+
+// memJobs is how many jobs hold memPods workers, memWorkersPerJob each.
+func (o *options) memJobs() int {
+	return (o.memPods + o.memWorkersPerJob - 1) / o.memWorkersPerJob
+}
+
+// counts are the worker pods of the memory namespace by state, and the
+// workers listed in the discovery scripts.
+type counts struct{ created, running, listed int }
+
+func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, error) {
+	res := &memoryResult{pods: o.memPods, jobs: o.memJobs(), perJob: o.memWorkersPerJob}
+	// The latency scenario's objects are not part of this measure.
+	if o.runs(scenarioLatency) {
+		logf("memory: deleting namespace %s", latencyNamespace)
+		if err := cl.deleteNamespace(ctx, latencyNamespace, 3*time.Minute); err != nil {
+			logf("memory: namespace %s not gone yet (%v); going on", latencyNamespace, err)
+		}
+	}
+	if err := cl.freshNamespace(ctx, memoryNamespace); err != nil {
+		return nil, err
+	}
+	// The bench caches only what it counts.
+	strip := func(obj any) (any, error) {
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetManagedFields(nil)
+			m.SetAnnotations(nil)
+		}
+		if p, ok := obj.(*corev1.Pod); ok {
+			p.Spec = corev1.PodSpec{}
+			p.Status = corev1.PodStatus{Phase: p.Status.Phase}
+		}
+		return obj, nil
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cl.kube, 0, informers.WithNamespace(memoryNamespace),
+		informers.WithTransform(strip))
+	podLister := factory.Core().V1().Pods().Lister()
+	cmLister := factory.Core().V1().ConfigMaps().Lister()
+	// Each worker's first Running and first listing, from watch events.
+	var mu sync.Mutex
+	runningAt, listedAt := map[string]time.Time{}, map[string]time.Time{}
+	onPod := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Status.Phase == corev1.PodRunning && p.Labels[labelRole] == "worker" {
+			mu.Lock()
+			if _, seen := runningAt[p.Name]; !seen {
+				runningAt[p.Name] = time.Now()
+			}
+			mu.Unlock()
+		}
+	}
+	onConfigMap := func(obj any) {
+		cm, ok := obj.(*corev1.ConfigMap)
+		if !ok || !strings.HasSuffix(cm.Name, configSuffix) {
+			return
+		}
+		hosts := parseDiscoverHosts(cm.Data[discoverHostsKey])
+		mu.Lock()
+		now := time.Now()
+		for h := range hosts {
+			if _, seen := listedAt[h]; !seen && !strings.HasSuffix(h, launcherSuffix) {
+				listedAt[h] = now
+			}
+		}
+		mu.Unlock()
+	}
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onPod, UpdateFunc: func(_, obj any) { onPod(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onConfigMap, UpdateFunc: func(_, obj any) { onConfigMap(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	stop := make(chan struct{})
+	defer func() {
+		close(stop)
+		factory.Shutdown()
+	}()
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	count := func() (c counts) {
+		pods, _ := podLister.List(labels.SelectorFromSet(labels.Set{labelRole: "worker"}))
+		for _, p := range pods {
+			c.created++
+			if p.Status.Phase == corev1.PodRunning {
+				c.running++
+			}
+		}
+		cms, _ := cmLister.List(labels.Everything())
+		for _, cm := range cms {
+			if !strings.HasSuffix(cm.Name, configSuffix) {
+				continue
+			}
+			for h := range parseDiscoverHosts(cm.Data[discoverHostsKey]) {
+				if !strings.HasSuffix(h, launcherSuffix) {
+					c.listed++
+				}
+			}
+		}
+		return c
+	}
+
+	op, err := startOperator(ctx, o, cl.operatorKubeconfig, filepath.Join(o.localDir, "operator-memory.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer op.stop()
+	res.from = op.started
+
+	logf("memory: creating %d jobs with %d worker pods in all", res.jobs, res.pods)
+	res.start = time.Now()
+	left := res.pods
+	for i := range res.jobs {
+		n := min(left, res.perJob)
+		left -= n
+		job := newJob(memoryNamespace, fmt.Sprintf("mem-%03d", i), n, nil)
+		if _, err := cl.mpi.KubeflowV1().MPIJobs(memoryNamespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating MPIJob %s: %w", job.Name, err)
+		}
+	}
+
+	deadline := res.start.Add(o.memTimeout)
+	lastLog := time.Now()
+	var c counts
+	for {
+		if err := op.diedErr(); err != nil {
+			return nil, err
+		}
+		c = count()
+		now := time.Now()
+		if res.allCreated.IsZero() && c.created >= res.pods {
+			res.allCreated = now
+		}
+		if res.allRunning.IsZero() && c.running >= res.pods {
+			res.allRunning = now
+		}
+		if res.firstListed.IsZero() && c.listed > 0 {
+			res.firstListed = now
+		}
+		if c.listed >= res.pods {
+			res.allListed = now
+			res.complete = true
+			break
+		}
+		if now.After(deadline) {
+			break
+		}
+		if now.Sub(lastLog) >= 15*time.Second {
+			lastLog = now
+			m, _ := op.memory()
+			logf("memory: %s: %d created, %d Running, %d listed of %d; operator RSS %s, peak %s",
+				now.Sub(res.start).Round(time.Second), c.created, c.running, c.listed, res.pods, fmtMiB(m.RSS), fmtMiB(m.HWM))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	res.end = time.Now()
+	res.created, res.running, res.listed = c.created, c.running, c.listed
+	if res.complete {
+		logf("memory: all %d workers listed after %s", res.pods, res.allListed.Sub(res.start).Round(time.Second))
+	} else {
+		logf("memory: stopped waiting after %s: %d created, %d Running, %d listed of %d",
+			o.memTimeout, c.created, c.running, c.listed, res.pods)
+	}
+	if res.mem, err = op.memory(); err != nil {
+		return nil, err
+	}
+	res.goMem = op.goMemory(ctx)
+	mu.Lock()
+	for name, r := range runningAt {
+		if l, ok := listedAt[name]; ok {
+			res.discovery = append(res.discovery, max(l.Sub(r), 0))
+		}
+	}
+	mu.Unlock()
+	if res.cpu, err = op.cpu(); err != nil {
+		return nil, err
+	}
+	op.stop()
+	res.log = op.scanLog()
+
+	if res.complete && o.memRestart > 0 {
+		// A fresh operator meets the pods all at once in its first list.
+		before := count()
+		op2, err := startOperator(ctx, o, cl.operatorKubeconfig, filepath.Join(o.localDir, "operator-memory-restart.log"))
+		if err != nil {
+			return nil, err
+		}
+		defer op2.stop()
+		res.restartFrom = op2.started
+		logf("memory: restarted the operator; watching it for %s", o.memRestart)
+		if err := sleepCtx(ctx, op2, o.memRestart); err != nil {
+			return nil, err
+		}
+		res.restartTo = time.Now()
+		after := count()
+		res.restartDelta = fmt.Sprintf("%d created, %d Running, %d listed before; %d, %d, %d after",
+			before.created, before.running, before.listed, after.created, after.running, after.listed)
+		if res.restartMem, err = op2.memory(); err != nil {
+			return nil, err
+		}
+		res.restartGoMem = op2.goMemory(ctx)
+		if res.restartCPU, err = op2.cpu(); err != nil {
+			return nil, err
+		}
+		op2.stop()
+		res.restartLog = op2.scanLog()
+		res.restarted = true
+	}
+	if cl.auditLog != "" {
+		if res.audit, err = cl.readAudit(); err != nil {
+			return nil, fmt.Errorf("reading the audit log: %w", err)
+		}
+	}
+	return res, nil
+}

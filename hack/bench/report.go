@@ -1,0 +1,268 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The figures of upstream v0.3.0 measured with the same scenario on the
+// same kind of control plane (50 jobs x 2 workers, 100 resizes at 4/s,
+// --kube-api-qps 5 --kube-api-burst 10); see the project's notes.
+const (
+	upRole       = "29 s / 49 s"
+	upPods       = "30 s / 51 s"
+	upDiscovery  = "35 s / 77 s"
+	upShrink     = "63 s / 76 s"
+	upAllListed  = "93 s"
+	upDeleted    = "78 of 78 shrink victims"
+	upUnsettled  = "11 of 100 after 3 min"
+	upRSS        = "41 MiB"
+	upRSS10k     = "189 MiB (10,000 worker pods, 50 kwok nodes)"
+	upLeader     = "20 requests a minute (Endpoints lock)"
+	targetRSS10k = 95 << 20
+)
+
+type report struct {
+	o               *options
+	started         time.Time
+	duration        time.Duration
+	machine         string
+	operatorVersion string
+	loadStart       string
+	cluster         string
+	latency         *latencyResult
+	memory          *memoryResult
+}
+
+func summaryRow(t *table, name string, s sample, upstream string) {
+	sum := s.summarize()
+	if sum.N == 0 {
+		t.add(name, "-", "-", "-", "0", upstream)
+		return
+	}
+	t.add(name, fmtDur(sum.P50), fmtDur(sum.P99), fmtDur(sum.Max), fmt.Sprint(sum.N), upstream)
+}
+
+func countOf(names []string) string {
+	if len(names) == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d: %s", len(names), shortList(names))
+}
+
+func (r *report) operatorFlags() string {
+	s := strings.Join(r.o.operatorArgs, " ")
+	if len(r.o.operatorArgs) == 0 {
+		s = "the operator's defaults (--kube-api-qps 50 --kube-api-burst 100, --threadiness 2, leader election on)"
+	}
+	if len(r.o.operatorEnv) > 0 {
+		s += "; environment " + strings.Join(r.o.operatorEnv, " ")
+	}
+	return s
+}
+
+func (r *report) String() string {
+	var b strings.Builder
+	o := r.o
+	fmt.Fprintf(&b, "## mpi-operator bench, %s\n\n", r.started.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "- machine: %s\n", r.machine)
+	fmt.Fprintf(&b, "- operator: %s (`%s`), flags: %s\n", r.operatorVersion, o.operatorBin, r.operatorFlags())
+	if r.cluster != "" {
+		fmt.Fprintf(&b, "- cluster: %s\n", r.cluster)
+	}
+	fmt.Fprintf(&b, "- load average (1, 5, 15 min) at the start: %s; at the end: %s\n", r.loadStart, loadAverage())
+	fmt.Fprintf(&b, "- bench run time: %s\n", r.duration.Round(time.Second))
+	if l := r.latency; l != nil {
+		b.WriteString("\n")
+		r.writeLatency(&b, l)
+	}
+	if m := r.memory; m != nil {
+		b.WriteString("\n")
+		r.writeMemory(&b, m)
+	}
+	if r.latency == nil && r.memory == nil {
+		b.WriteString("\nNo scenario completed; see the log above.\n")
+	}
+	return b.String()
+}
+
+func (r *report) writeLatency(b *strings.Builder, l *latencyResult) {
+	o := r.o
+	fmt.Fprintf(b, "### Latency: %d elastic jobs x %d workers, then %d resizes (%d to %d workers) at %g per second\n\n",
+		o.jobs, o.workers, o.resizes, o.minWorkers, o.maxWorkers, o.rate)
+	fmt.Fprintf(b, "elasticPolicy minReplicas %d, maxReplicas %d, drainSeconds %d; seed %d. "+
+		"Times from the bench's watch events (pods, ConfigMaps, Roles).\n\n", o.minWorkers, o.maxWorkers, o.drainSeconds, o.seed)
+	t := newTable("measure", "p50", "p99", "max", "n", "upstream v0.3.0 p50 / p99")
+	summaryRow(t, "replica change -> launcher may exec into every new worker (Role)", l.growRole, upRole)
+	summaryRow(t, "replica change -> every new worker pod exists", l.growPods, upPods)
+	summaryRow(t, "worker Running -> listed in discover_hosts.sh", l.discovery, upDiscovery)
+	summaryRow(t, fmt.Sprintf("... of the workers the %d jobs were created with", o.jobs), l.discoveryInitial, "")
+	summaryRow(t, "... of the workers added by resizes", l.discoveryResize, "")
+	summaryRow(t, "shrink -> victims gone from discover_hosts.sh", l.shrink, upShrink)
+	summaryRow(t, fmt.Sprintf("replica change -> settled (new workers Running and listed; victims deleted after drainSeconds %d)", o.drainSeconds), l.settle, "")
+	summaryRow(t, "job created -> its workers listed", l.jobListed, "")
+	b.WriteString(t.String())
+	b.WriteString("\n")
+
+	c := newTable("check", "result", "upstream v0.3.0")
+	c.add("workers deleted while discover_hosts.sh listed them", fmt.Sprintf("%d of %d deleted workers (%d shrink victims)", len(l.anomalies.deletedWhileListed), l.deletedWorkers, l.victims), upDeleted)
+	if len(l.anomalies.deletedWhileListed) > 0 {
+		c.add("  which", shortList(l.anomalies.deletedWhileListed), "")
+	}
+	c.add("workers listed again after being marked draining or deleted", countOf(l.anomalies.listedAfterDrain), "")
+	c.add("workers that existed before the Role allowed exec into them", fmt.Sprintf("%s of %d", countOf(l.roleAfterPod), l.createdWorkers), "")
+	c.add("workers Running but never listed (not drained)", countOf(l.neverListed), "")
+	c.add("workers created / marked draining beyond the replica changes", countOf(l.anomalies.unexpectedPods)+" / "+countOf(l.anomalies.unexpectedDrains), "")
+	unsettled := fmt.Sprintf("%d of %d", len(l.unsettled), len(l.resizes)-l.excluded-l.failedResizes)
+	c.add(fmt.Sprintf("resizes not settled within %s", o.settleTimeout), unsettled, upUnsettled)
+	if l.excluded > 0 {
+		c.add("resizes left out (issued while the same job was still resizing, or superseded)", fmt.Sprint(l.excluded), "")
+	}
+	if l.failedResizes > 0 {
+		c.add("resizes the API refused", fmt.Sprint(l.failedResizes), "")
+	}
+	c.add(fmt.Sprintf("all %d jobs listing their workers", o.jobs), fmtDur(l.allListed.Sub(l.start))+" after the first create", upAllListed)
+	c.add("workers listed before the bench saw them Running (counted as 0 s)", fmt.Sprint(l.earlyListed), "")
+	if l.audit != nil {
+		rest := countRequests(l.audit, l.restFrom, l.restTo)
+		mins := o.restWindow.Minutes()
+		c.add(fmt.Sprintf("operator API writes at rest, %s (leader Lease excluded)", o.restWindow), breakdown(rest.writes), "")
+		c.add(fmt.Sprintf("leader-election Lease writes at rest, %s", o.restWindow), fmt.Sprintf("%d (%.0f a minute)", rest.leaseWrites, float64(rest.leaseWrites)/mins), upLeader)
+		c.add(fmt.Sprintf("operator API reads at rest, %s", o.restWindow), breakdown(rest.reads), "")
+		create := countRequests(l.audit, l.start, l.allListed.Add(time.Second))
+		c.add(fmt.Sprintf("operator API writes while creating the %d jobs", o.jobs), breakdown(create.writes), "")
+		resize := countRequests(l.audit, l.resizesStart, l.settled)
+		n := max(len(l.resizes), 1)
+		c.add(fmt.Sprintf("operator API writes during the %d resizes (%.1f per resize)", len(l.resizes), float64(total(resize.writes))/float64(n)), breakdown(resize.writes), "")
+		all := countRequests(l.audit, l.start, l.restTo)
+		c.add("operator requests refused (status >= 400)", breakdown(all.failed), "")
+	} else {
+		c.add("operator API requests", "not measured (no audit log)", "")
+	}
+	c.add(fmt.Sprintf("pod / ConfigMap / Role changes seen at rest, %s", o.restWindow), fmt.Sprintf("%d / %d / %d", l.restEvents["pod"], l.restEvents["configmap"], l.restEvents["role"]), "")
+	c.add("operator peak RSS (VmHWM)", fmtMiB(l.mem.HWM), upRSS)
+	c.add("operator Go memory at the end", l.goMem.String(), "")
+	c.add("operator CPU time (user + system)", fmtDur(l.cpu), "")
+	if l.histOK {
+		c.add("operator's own mpi_operator_worker_discovery_seconds", fmt.Sprintf("n %.0f, p50 %s, p99 %s",
+			l.hist.count, fmtBound(l.hist.quantileBound(0.5)), fmtBound(l.hist.quantileBound(0.99))), "")
+	}
+	c.add("operator log", l.log.String(), "")
+	b.WriteString(c.String())
+	for _, s := range l.log.samples {
+		fmt.Fprintf(b, "\n    %s", s)
+	}
+	if len(l.log.samples) > 0 {
+		b.WriteString("\n")
+	}
+	if len(l.unsettled) > 0 {
+		b.WriteString("\nUnsettled resizes:\n")
+		for i, rz := range l.unsettled {
+			if i == 10 {
+				fmt.Fprintf(b, "- and %d more\n", len(l.unsettled)-10)
+				break
+			}
+			fmt.Fprintf(b, "- %s\n", rz.describe())
+		}
+	}
+}
+
+func (r *report) writeMemory(b *strings.Builder, m *memoryResult) {
+	fmt.Fprintf(b, "### Memory: %d worker pods (%d jobs x %d workers, no elasticPolicy)\n\n", m.pods, m.jobs, m.perJob)
+	t := newTable("measure", "result", "upstream v0.3.0 / target")
+	since := func(at time.Time) string {
+		if at.IsZero() {
+			return "not reached"
+		}
+		return fmtDur(at.Sub(m.start))
+	}
+	t.add("worker pods created / Running / listed at the end", fmt.Sprintf("%d / %d / %d of %d", m.created, m.running, m.listed, m.pods), "")
+	t.add("time from the first create until all workers exist", since(m.allCreated), "")
+	t.add("... until all are Running", since(m.allRunning), "")
+	t.add("... until the first worker is listed in discover_hosts.sh", since(m.firstListed), "")
+	t.add("... until all are listed in discover_hosts.sh", since(m.allListed), "")
+	if sum := m.discovery.summarize(); sum.N > 0 {
+		t.add("worker Running -> listed in discover_hosts.sh (p50 / p99 / max, n)",
+			fmt.Sprintf("%s / %s / %s, %d", fmtDur(sum.P50), fmtDur(sum.P99), fmtDur(sum.Max), sum.N), "")
+	}
+	if !m.complete {
+		t.add("stopped waiting after", fmtDur(m.end.Sub(m.start)), "")
+	}
+	t.add("operator peak RSS (VmHWM) bringing the pods up", fmtMiB(m.mem.HWM)+rssVerdict(m.mem.HWM), upRSS10k+"; target <= 95 MiB")
+	t.add("operator RSS at the end", fmtMiB(m.mem.RSS), "")
+	t.add("operator Go memory at the end", m.goMem.String(), "")
+	t.add("operator CPU time bringing the pods up", fmtDur(m.cpu), "")
+	if m.audit != nil {
+		up := countRequests(m.audit, m.from, m.end)
+		t.add("operator API writes bringing the pods up", breakdown(up.writes), "")
+		t.add("... refused (status >= 400)", breakdown(up.failed), "")
+	}
+	t.add("operator log", m.log.String(), "")
+	if m.restarted {
+		d := m.restartTo.Sub(m.restartFrom)
+		t.add(fmt.Sprintf("fresh operator with the pods in place: peak RSS (VmHWM) over %s", d.Round(time.Second)), fmtMiB(m.restartMem.HWM)+rssVerdict(m.restartMem.HWM), "target <= 95 MiB")
+		t.add("... its Go memory at the end", m.restartGoMem.String(), "")
+		t.add("... its CPU time", fmtDur(m.restartCPU), "")
+		if m.audit != nil {
+			rc := countRequests(m.audit, m.restartFrom, m.restartTo)
+			t.add("... its API writes (leader Lease excluded)", breakdown(rc.writes), "")
+			t.add("... its leader Lease writes", fmt.Sprint(rc.leaseWrites), "")
+			t.add("... its API reads", breakdown(rc.reads), "")
+		}
+		t.add("... pods / listed workers meanwhile", m.restartDelta, "")
+		t.add("... its log", m.restartLog.String(), "")
+	}
+	b.WriteString(t.String())
+	for _, s := range append(m.log.samples, m.restartLog.samples...) {
+		fmt.Fprintf(b, "\n    %s", s)
+	}
+	if len(m.log.samples)+len(m.restartLog.samples) > 0 {
+		b.WriteString("\n")
+	}
+}
+
+// failedChecks lists the checks a correct operator passes whatever the
+// machine's speed.
+func (r *report) failedChecks() []string {
+	var out []string
+	if l := r.latency; l != nil {
+		if n := len(l.anomalies.deletedWhileListed); n > 0 {
+			out = append(out, fmt.Sprintf("%d workers deleted while listed", n))
+		}
+		if n := len(l.anomalies.listedAfterDrain); n > 0 {
+			out = append(out, fmt.Sprintf("%d workers listed after draining", n))
+		}
+		if n := len(l.roleAfterPod); n > 0 {
+			out = append(out, fmt.Sprintf("%d workers existed before the Role allowed them", n))
+		}
+		if n := len(l.unsettled); n > 0 {
+			out = append(out, fmt.Sprintf("%d resizes did not settle", n))
+		}
+		if n := len(l.anomalies.unexpectedPods) + len(l.anomalies.unexpectedDrains); n > 0 {
+			out = append(out, fmt.Sprintf("%d workers created or drained beyond the replica changes", n))
+		}
+		if n := len(l.neverListed); n > 0 {
+			out = append(out, fmt.Sprintf("%d Running workers never listed", n))
+		}
+		if l.log.panics > 0 {
+			out = append(out, "the operator panicked")
+		}
+	}
+	if m := r.memory; m != nil {
+		if !m.complete {
+			out = append(out, fmt.Sprintf("memory: only %d of %d workers listed", m.listed, m.pods))
+		}
+		if m.log.panics+m.restartLog.panics > 0 {
+			out = append(out, "memory: the operator panicked")
+		}
+	}
+	return out
+}
+
+func rssVerdict(b int64) string {
+	if b <= targetRSS10k {
+		return " (within the target)"
+	}
+	return " (above the target)"
+}
