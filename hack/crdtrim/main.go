@@ -1,7 +1,15 @@
-// Command crdtrim reads the generated MPIJob CRD on standard input and writes
-// it back without the descriptions inside the pod templates. Those come from
-// core/v1 and make up most of the file; the descriptions of the MPIJob's own
-// fields stay, so that kubectl explain still documents them.
+// Command crdtrim reads the MPIJob CRD that controller-gen generates on
+// standard input and writes it back with two changes:
+//
+//   - spec.mpiReplicaSpecs, a map in Go, lists its two keys, Launcher and
+//     Worker, as properties of their own, so that kubectl explain reaches
+//     into them (mpijob.spec.mpiReplicaSpecs.Worker.template) and field
+//     validation names an unknown replica type like any unknown field; the
+//     replicas' restartPolicy becomes an enum;
+//   - the pod templates lose their descriptions. Those come from core/v1 and
+//     make up most of the file, which would otherwise not fit the
+//     last-applied annotation of a client-side kubectl apply; the
+//     descriptions of the MPIJob's own fields stay.
 package main
 
 import (
@@ -33,15 +41,13 @@ func run(in io.Reader, out io.Writer) error {
 		return fmt.Errorf("no spec.versions in the input")
 	}
 	for _, v := range versions {
-		template, ok := dig(v, "schema", "openAPIV3Schema", "properties", "spec", "properties",
-			"mpiReplicaSpecs", "additionalProperties", "properties", "template").(map[string]any)
+		specs, ok := dig(v, "schema", "openAPIV3Schema", "properties", "spec", "properties",
+			"mpiReplicaSpecs").(map[string]any)
 		if !ok {
-			return fmt.Errorf("no pod template schema under spec.mpiReplicaSpecs")
+			return fmt.Errorf("no spec.mpiReplicaSpecs in the schema")
 		}
-		for _, child := range []string{"properties", "items", "additionalProperties"} {
-			if c, ok := template[child]; ok {
-				stripDescriptions(c)
-			}
+		if err := replicaProperties(specs); err != nil {
+			return err
 		}
 	}
 	trimmed, err := yaml.Marshal(crd)
@@ -50,6 +56,59 @@ func run(in io.Reader, out io.Writer) error {
 	}
 	_, err = out.Write(append([]byte("---\n"), trimmed...))
 	return err
+}
+
+// replicaDescriptions describe the two replica types.
+var replicaDescriptions = map[string]string{
+	"Launcher": "Launcher is the pod that runs mpirun or horovodrun; replicas must be 1.",
+	"Worker":   "Worker are the pods the launcher starts MPI ranks on, through kubectl exec.",
+}
+
+// restartPolicies are the values of kubeflow/common's RestartPolicy.
+var restartPolicies = []any{"Always", "OnFailure", "Never", "ExitCode"}
+
+// replicaProperties turns the map schema of mpiReplicaSpecs into an object
+// with a Launcher and a Worker property, each the replica schema with its
+// pod template's descriptions stripped.
+func replicaProperties(specs map[string]any) error {
+	replica, ok := specs["additionalProperties"].(map[string]any)
+	if !ok {
+		return fmt.Errorf("spec.mpiReplicaSpecs has no additionalProperties schema")
+	}
+	props, _ := replica["properties"].(map[string]any)
+	template, ok := props["template"].(map[string]any)
+	if !ok {
+		return fmt.Errorf("no pod template schema under spec.mpiReplicaSpecs")
+	}
+	for _, child := range []string{"properties", "items", "additionalProperties"} {
+		if c, ok := template[child]; ok {
+			stripDescriptions(c)
+		}
+	}
+	if policy, ok := props["restartPolicy"].(map[string]any); ok {
+		policy["enum"] = restartPolicies
+	}
+	delete(specs, "additionalProperties")
+	named := map[string]any{}
+	for name, desc := range replicaDescriptions {
+		schema, err := deepCopy(replica)
+		if err != nil {
+			return err
+		}
+		schema["description"] = desc
+		named[name] = schema
+	}
+	specs["properties"] = named
+	return nil
+}
+
+func deepCopy(m map[string]any) (map[string]any, error) {
+	data, err := yaml.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	return out, yaml.Unmarshal(data, &out)
 }
 
 // dig walks nested maps along keys and returns what it finds, or nil.

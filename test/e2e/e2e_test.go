@@ -202,6 +202,15 @@ func (s *suite) install(t *testing.T) {
 		}
 		return false, fmt.Sprintf("conditions: %+v", crd.Status.Conditions)
 	})
+	// kubectl explain reaches into the pod templates and documents the
+	// MPIJob's own fields.
+	waitFor(t, settleTimeout, "kubectl explain to know the MPIJob schema", func() (bool, string) {
+		r := kubectl("explain", "mpijob.spec.mpiReplicaSpecs.Worker.template.spec.containers")
+		return r.ok() && strings.Contains(r.stdout, "FIELD: containers"), r.String()
+	})
+	if out := mustKubectl(t, "explain", "mpijob.spec.elasticPolicy.drainSeconds"); !strings.Contains(out, "discover_hosts.sh") {
+		t.Errorf("kubectl explain does not document spec.elasticPolicy.drainSeconds:\n%s", out)
+	}
 	if _, ok := crd.Metadata.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; !ok {
 		t.Errorf("the CRD has no last-applied-configuration annotation after kubectl apply")
 	}

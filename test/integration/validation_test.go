@@ -44,7 +44,6 @@ func TestMalformedJobs(t *testing.T) {
 		{"no-launcher", func(o map[string]any) { delete(specs(o), "Launcher") }, "spec.mpiReplicaSpecs.Launcher"},
 		{"two-launchers", func(o map[string]any) { replica(o, "Launcher")["replicas"] = 2 }, "spec.mpiReplicaSpecs.Launcher.replicas"},
 		{"no-specs", func(o map[string]any) { delete(o["spec"].(map[string]any), "mpiReplicaSpecs") }, "spec.mpiReplicaSpecs"},
-		{"unknown-replica-type", func(o map[string]any) { specs(o)["Master"] = replica(o, "Worker") }, "spec.mpiReplicaSpecs"},
 		{"negative-workers", func(o map[string]any) { replica(o, "Worker")["replicas"] = -1 }, "spec.mpiReplicaSpecs.Worker.replicas"},
 		{"zero-slots", func(o map[string]any) { o["spec"].(map[string]any)["slotsPerWorker"] = 0 }, "spec.slotsPerWorker"},
 		{"bad-clean-policy", func(o map[string]any) { o["spec"].(map[string]any)["cleanPodPolicy"] = "Sometimes" }, "spec.cleanPodPolicy"},
@@ -81,6 +80,19 @@ func TestMalformedJobs(t *testing.T) {
 		}
 	}
 
+	// An unknown replica type is an unknown field: refused, by name, under
+	// strict field validation, as kubectl asks for by default.
+	unknown := valid("unknown-replica-type")
+	specs(unknown)["Master"] = replica(unknown, "Worker")
+	body, err := json.Marshal(unknown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rest.Post().Namespace(ns).Resource("mpijobs").Param("fieldValidation", "Strict").Body(body).Do(ctx).Error()
+	if err == nil || !strings.Contains(err.Error(), "spec.mpiReplicaSpecs.Master") {
+		t.Errorf("unknown replica type: error %v, want one naming spec.mpiReplicaSpecs.Master", err)
+	}
+
 	// What a schema cannot see: mainContainer naming no worker container.
 	// The controller fails the job and says why.
 	job := newJob(ns, "no-such-container", 1)
@@ -100,7 +112,7 @@ func TestMalformedJobs(t *testing.T) {
 	typo := valid("typo")
 	container := replica(typo, "Worker")["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 	container["imagePullPolice"] = "Always"
-	body, err := json.Marshal(typo)
+	body, err = json.Marshal(typo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ func TestParseArgs(t *testing.T) {
 		Threadiness:          2,
 		KubectlDeliveryImage: "mpioperator/kubectl-delivery:latest",
 		LockNamespace:        "mpi-operator",
-		QPS:                  50,
-		Burst:                100,
+		QPS:                  200,
+		Burst:                400,
 		RefreshLauncher:      true,
 		LeaderElect:          true,
 	}

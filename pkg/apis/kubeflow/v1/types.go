@@ -43,8 +43,6 @@ type MPIJob struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Launcher) || !has(self.mpiReplicaSpecs.Launcher.replicas) || self.mpiReplicaSpecs.Launcher.replicas == 1",message="spec.mpiReplicaSpecs.Launcher.replicas must be 1"
 // +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Launcher) || (has(self.mpiReplicaSpecs.Launcher.template) && has(self.mpiReplicaSpecs.Launcher.template.spec) && size(self.mpiReplicaSpecs.Launcher.template.spec.containers) > 0)",message="spec.mpiReplicaSpecs.Launcher.template.spec.containers must hold the launcher's container"
 // +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.template) && has(self.mpiReplicaSpecs.Worker.template.spec) && size(self.mpiReplicaSpecs.Worker.template.spec.containers) > 0)",message="spec.mpiReplicaSpecs.Worker.template.spec.containers must hold the workers' container"
-// +kubebuilder:validation:XValidation:rule="self.mpiReplicaSpecs.all(k, k == 'Launcher' || k == 'Worker')",message="spec.mpiReplicaSpecs may hold only Launcher and Worker"
-// +kubebuilder:validation:XValidation:rule="self.mpiReplicaSpecs.all(k, !has(self.mpiReplicaSpecs[k].restartPolicy) || self.mpiReplicaSpecs[k].restartPolicy in ['Always', 'OnFailure', 'Never', 'ExitCode'])",messageExpression="'spec.mpiReplicaSpecs.' + self.mpiReplicaSpecs.filter(k, has(self.mpiReplicaSpecs[k].restartPolicy) && !(self.mpiReplicaSpecs[k].restartPolicy in ['Always', 'OnFailure', 'Never', 'ExitCode']))[0] + '.restartPolicy must be Always, OnFailure, Never or ExitCode'"
 // +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas >= 0",message="spec.mpiReplicaSpecs.Worker.replicas must be 0 or more"
 // +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.minReplicas) || !has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas >= self.elasticPolicy.minReplicas",message="spec.mpiReplicaSpecs.Worker.replicas must not be less than spec.elasticPolicy.minReplicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.maxReplicas) || !has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas <= self.elasticPolicy.maxReplicas",message="spec.mpiReplicaSpecs.Worker.replicas must not be more than spec.elasticPolicy.maxReplicas"
@@ -63,8 +61,9 @@ type MPIJobSpec struct {
 	CleanPodPolicy *common.CleanPodPolicy `json:"cleanPodPolicy,omitempty"`
 
 	// MPIReplicaSpecs holds the pod templates: exactly one "Launcher" and
-	// any number of "Worker" replicas.
-	// +kubebuilder:validation:MaxProperties=2
+	// any number of "Worker" replicas. The CRD lists the two keys as
+	// properties of their own (see hack/crdtrim), so that kubectl explain
+	// and field validation reach into them.
 	MPIReplicaSpecs map[common.ReplicaType]*common.ReplicaSpec `json:"mpiReplicaSpecs"`
 
 	// MainContainer names the container that the launcher's kubectl exec
