@@ -209,7 +209,8 @@ func run(ctx context.Context, o *options) int {
 		return exitIncomplete
 	}
 	rep := &report{o: o, started: started, machine: machine(), operatorVersion: binaryVersion(ctx, o.operatorBin),
-		loadStart: loadAverage()}
+		operatorDefaults: binaryDefaults(ctx, o.operatorBin),
+		loadStart:        loadAverage()}
 
 	var cl *cluster
 	var err error
@@ -294,6 +295,30 @@ func binaryVersion(ctx context.Context, bin string) string {
 		return "unknown (" + err.Error() + ")"
 	}
 	return strings.Join(strings.Fields(string(out)), " ")
+}
+
+// binaryDefaults reads, from the binary's own --help, the defaults of the
+// flags that shape its load on the API server, so that the report states
+// what ran rather than what the harness assumes.
+func binaryDefaults(ctx context.Context, bin string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--help").CombinedOutput()
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	var parts []string
+	for _, name := range []string{"kube-api-qps", "kube-api-burst", "threadiness", "leader-elect"} {
+		for _, line := range strings.Split(string(out), "\n") {
+			if !strings.Contains(line, "--"+name+" ") {
+				continue
+			}
+			if _, def, ok := strings.Cut(line, "(default "); ok {
+				parts = append(parts, fmt.Sprintf("--%s=%s", name, strings.TrimSuffix(strings.TrimSpace(def), ")")))
+			}
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // loadAverage is the first three fields of /proc/loadavg: other work on

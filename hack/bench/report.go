@@ -24,15 +24,16 @@ const (
 )
 
 type report struct {
-	o               *options
-	started         time.Time
-	duration        time.Duration
-	machine         string
-	operatorVersion string
-	loadStart       string
-	cluster         string
-	latency         *latencyResult
-	memory          *memoryResult
+	o                *options
+	started          time.Time
+	duration         time.Duration
+	machine          string
+	operatorVersion  string
+	operatorDefaults string // the binary's defaults of its load-shaping flags
+	loadStart        string
+	cluster          string
+	latency          *latencyResult
+	memory           *memoryResult
 }
 
 func summaryRow(t *table, name string, s sample, upstream string) {
@@ -54,7 +55,7 @@ func countOf(names []string) string {
 func (r *report) operatorFlags() string {
 	s := strings.Join(r.o.operatorArgs, " ")
 	if len(r.o.operatorArgs) == 0 {
-		s = "the operator's defaults (--kube-api-qps 50 --kube-api-burst 100, --threadiness 2, leader election on)"
+		s = "the operator's defaults (" + r.operatorDefaults + ")"
 	}
 	if len(r.o.operatorEnv) > 0 {
 		s += "; environment " + strings.Join(r.o.operatorEnv, " ")

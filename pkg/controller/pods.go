@@ -15,6 +15,11 @@ import (
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
+// maxCreatesPerSync bounds the pods one sync creates, so that a job with
+// many workers to create does not hold a queue worker for seconds while other
+// jobs wait to have their running workers listed.
+const maxCreatesPerSync = 32
+
 // Event reasons of the worker lifecycle.
 const (
 	eventScalingUp    = "WorkersScalingUp"

@@ -119,6 +119,12 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	if isFinished(&job.Status) {
 		return 0, nil
 	}
+	if len(plan.create) > maxCreatesPerSync {
+		// The Role and the files already name every planned worker; the
+		// rest are created on the syncs that their siblings' events bring,
+		// after other jobs have had their turn.
+		plan.create = plan.create[:maxCreatesPerSync]
+	}
 	settled := c.expectations.satisfied(jobKey(job))
 	if !settled {
 		// The cache does not show this controller's last pod changes yet, so

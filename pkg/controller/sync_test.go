@@ -679,3 +679,26 @@ func TestFailedStatusWriteAnnouncesNothing(t *testing.T) {
 		t.Errorf("jobs_successful_total moved from %v to %v without a status write", before, got)
 	}
 }
+
+// TestCreationsPerSyncAreBounded: a job that needs more workers than one
+// sync creates gets them over several syncs, while its Role names them all
+// before the first is created.
+func TestCreationsPerSyncAreBounded(t *testing.T) {
+	f := newFixture(t)
+	job := newTestJob("pi", maxCreatesPerSync+8)
+	f.jobs = append(f.jobs, job)
+	f.sync(job)
+	created := 0
+	for _, a := range writes(f.kubeClient.Actions()) {
+		if a.verb == "create" && a.resource == "pods" && a.name != "pi-launcher" {
+			created++
+		}
+	}
+	if created != maxCreatesPerSync {
+		t.Errorf("created %d workers in one sync, want %d", created, maxCreatesPerSync)
+	}
+	role := createdObject[*rbacv1.Role](f, "roles", "pi-launcher")
+	if got := len(role.Rules[1].ResourceNames); got != maxCreatesPerSync+8 {
+		t.Errorf("the Role names %d workers, want all %d", got, maxCreatesPerSync+8)
+	}
+}
