@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
+	"github.com/kubeflow/mpi-operator/test/testcluster"
 )
 
 // Ports of the bench's own cluster: none of them is used by the other
@@ -50,9 +51,9 @@ const (
 type cluster struct {
 	root     string
 	localDir string
-	// started is true when the bench started the cluster (and so stops it).
-	started bool
-	env     []string
+	// tc is the cluster the bench started (and so stops); nil for an
+	// existing cluster.
+	tc *testcluster.Cluster
 
 	kubeconfig string // admin
 	kubectl    string
@@ -94,7 +95,7 @@ func clusterCapacity(o *options) (nodes, podsPerNode int) {
 // in the bench's directory by an earlier run is stopped first: cluster-up.sh
 // would otherwise keep it, with whatever flags it had.
 func startCluster(ctx context.Context, o *options) (*cluster, error) {
-	c := &cluster{root: o.root, localDir: o.localDir, started: true}
+	c := &cluster{root: o.root, localDir: o.localDir}
 	if err := os.MkdirAll(c.localDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -109,7 +110,8 @@ func startCluster(ctx context.Context, o *options) (*cluster, error) {
 		}
 	}
 	nodes, podsPerNode := clusterCapacity(o)
-	c.env = append(append(os.Environ(), clusterPorts...),
+	c.tc = &testcluster.Cluster{Root: c.root, Dir: c.localDir}
+	c.tc.Settings = append(slices.Clone(clusterPorts),
 		"LOCAL_DIR="+c.localDir,
 		fmt.Sprintf("KWOK_NODES=%d", nodes),
 		fmt.Sprintf("KWOK_NODE_PODS=%d", podsPerNode),
@@ -126,26 +128,16 @@ func startCluster(ctx context.Context, o *options) (*cluster, error) {
 		"kube-controller-manager and kube-scheduler at --kube-api-qps=200 --kube-api-burst=400", nodes, podsPerNode)
 
 	logf("stopping any earlier bench cluster in %s", c.localDir)
-	if _, err := c.script(ctx, "cluster-down.sh"); err != nil {
+	if err := c.tc.DownContext(ctx); err != nil {
 		return nil, err
 	}
 	logf("starting the cluster: %d kwok nodes x %d pods (hack/cluster-up.sh)", nodes, podsPerNode)
 	start := time.Now()
-	out, err := c.script(ctx, "cluster-up.sh")
-	if err != nil {
+	if err := c.tc.UpContext(ctx); err != nil {
 		// Whatever started is stopped by the caller's c.stop().
 		return c, err
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	c.kubeconfig = strings.TrimSpace(lines[len(lines)-1])
-	envFile, err := readEnvFile(filepath.Join(c.localDir, "cluster.env"))
-	if err != nil {
-		return c, err
-	}
-	c.kubectl = envFile["KUBECTL"]
-	if c.kubectl == "" {
-		return c, errors.New("cluster.env names no KUBECTL")
-	}
+	c.kubeconfig, c.kubectl = c.tc.Kubeconfig, c.tc.Kubectl
 	logf("cluster is up in %s", time.Since(start).Round(time.Second))
 	return c, c.connect()
 }
@@ -188,29 +180,14 @@ func (c *cluster) connect() error {
 	return err
 }
 
-// script runs hack/<name> with the cluster's environment; its progress
-// goes to the bench's stderr, its stdout is returned.
-func (c *cluster) script(ctx context.Context, name string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.root, "hack", name))
-	cmd.Dir = c.root
-	cmd.Env = c.env
-	cmd.Stderr = os.Stderr
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("hack/%s: %w", name, err)
-	}
-	return string(out), nil
-}
-
 // stop stops a cluster the bench started, unless keep is set. On a
 // cluster it did not start, it deletes its namespaces and binding instead
 // (without waiting); the CRD and the operator's ServiceAccount stay.
 func (c *cluster) stop(keep bool) {
-	if c == nil || keep && !c.started {
+	if c == nil || keep && c.tc == nil {
 		return
 	}
-	if !c.started {
+	if c.tc == nil {
 		if c.kube == nil {
 			return
 		}
@@ -233,26 +210,9 @@ func (c *cluster) stop(keep bool) {
 	// A fresh context: the run's may be cancelled already.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := c.script(ctx, "cluster-down.sh"); err != nil {
+	if err := c.tc.DownContext(ctx); err != nil {
 		logf("stopping the cluster: %v", err)
 	}
-}
-
-func readEnvFile(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
-		if ok {
-			out[k] = v
-		}
-	}
-	return out, sc.Err()
 }
 
 // kubectlRun runs the pinned kubectl against the cluster as admin.
@@ -280,13 +240,17 @@ func (c *cluster) installOperator(ctx context.Context) error {
 	if err := c.kubectlRun(ctx, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join("manifests", "base", "cluster-role.yaml")); err != nil {
 		return err
 	}
-	if err := c.kubectlRun(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/mpijobs.kubeflow.org"); err != nil {
-		return err
+	// kubectl wait fails outright while a new CRD has no status yet.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return c.kubectlRun(ctx, "wait", "--for=condition=Established", "--timeout=5s", "crd/mpijobs.kubeflow.org") == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the MPIJob CRD to be Established: %w", err)
 	}
 	if err := c.ensureNamespace(ctx, operatorNamespace); err != nil {
 		return err
 	}
-	_, err := c.kube.CoreV1().ServiceAccounts(operatorNamespace).Create(ctx,
+	_, err = c.kube.CoreV1().ServiceAccounts(operatorNamespace).Create(ctx,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err

@@ -5,11 +5,13 @@ package testcluster
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Cluster is one control plane: its state lives in Dir, and Settings (the
@@ -52,26 +54,35 @@ func RepoRoot() (string, error) {
 
 // Up starts the cluster, or finds it up, and reads its kubeconfig and
 // kubectl. The first run on a machine builds the binaries.
-func (c *Cluster) Up() error {
-	if err := c.Script("hack/cluster-up.sh"); err != nil {
+func (c *Cluster) Up() error { return c.UpContext(context.Background()) }
+
+// UpContext is Up, given up when ctx is done.
+func (c *Cluster) UpContext(ctx context.Context) error {
+	if err := c.Script(ctx, "hack/cluster-up.sh"); err != nil {
 		return fmt.Errorf("starting the control plane (logs in %s): %w", c.Dir, err)
 	}
 	return c.load()
 }
 
 // Down stops every process of the cluster.
-func (c *Cluster) Down() error {
-	return c.Script("hack/cluster-down.sh")
+func (c *Cluster) Down() error { return c.DownContext(context.Background()) }
+
+// DownContext is Down, given up when ctx is done.
+func (c *Cluster) DownContext(ctx context.Context) error {
+	return c.Script(ctx, "hack/cluster-down.sh")
 }
 
 // Script runs a hack/ script with the cluster's settings; its output goes
-// to stderr, as test progress.
-func (c *Cluster) Script(path string, args ...string) error {
-	cmd := exec.Command(filepath.Join(c.Root, path), args...)
+// to stderr, as progress.
+func (c *Cluster) Script(ctx context.Context, path string, args ...string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Root, path), args...)
 	cmd.Dir = c.Root
 	cmd.Env = append(os.Environ(), c.Settings...)
 	cmd.Stdout = os.Stderr
 	cmd.Stderr = os.Stderr
+	// The scripts start daemons that keep their own output files; do not
+	// wait on pipes they might hold once the script itself has ended.
+	cmd.WaitDelay = 5 * time.Second
 	return cmd.Run()
 }
 
