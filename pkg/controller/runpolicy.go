@@ -27,11 +27,6 @@ func (c *MPIJobController) checkDeadline(job *kubeflow.MPIJob, now metav1.Time) 
 	return true
 }
 
-func (c *MPIJobController) deadlineRequeue(job *kubeflow.MPIJob, now metav1.Time) time.Duration {
-	left, _ := deadlineLeft(job, now)
-	return left
-}
-
 func deadlineLeft(job *kubeflow.MPIJob, now metav1.Time) (time.Duration, bool) {
 	rp := job.Spec.RunPolicy
 	if rp == nil || rp.ActiveDeadlineSeconds == nil || job.Status.StartTime == nil {

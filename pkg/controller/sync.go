@@ -165,7 +165,8 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	}
 	c.updateRunning(job, launcher, ws, now)
 	updateResizing(job, ws, plan, now)
-	return minPositive(minPositive(plan.requeue, belowMin), c.deadlineRequeue(job, now)), nil
+	deadline, _ := deadlineLeft(job, now)
+	return minPositive(minPositive(plan.requeue, belowMin), deadline), nil
 }
 
 // getLauncher returns the job's launcher pod, or nil when there is none.

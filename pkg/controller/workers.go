@@ -2,7 +2,6 @@ package controller
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -112,21 +111,18 @@ func planWorkers(job *kubeflow.MPIJob, workers []worker, nextIndex int, now time
 		chosen[p] = true
 	}
 	period := drainPeriod(job)
-	plan.requeue = time.Duration(math.MaxInt64)
-	names := map[int]string{}
 	for _, w := range workers {
-		names[w.index] = w.pod.Name
 		switch {
 		case w.terminating():
 		case w.draining():
 			if wait := w.drainingSince.Add(period).Sub(now); wait > 0 {
-				plan.requeue = min(plan.requeue, wait)
+				plan.requeue = minPositive(plan.requeue, wait)
 			} else {
 				plan.remove = append(plan.remove, w.pod)
 			}
 			plan.exec = append(plan.exec, w.pod.Name)
 		case chosen[w.pod]:
-			plan.requeue = min(plan.requeue, max(period, time.Millisecond))
+			plan.requeue = minPositive(plan.requeue, max(period, time.Millisecond))
 			plan.exec = append(plan.exec, w.pod.Name)
 		case w.finished():
 		default:
@@ -136,12 +132,6 @@ func planWorkers(job *kubeflow.MPIJob, workers []worker, nextIndex int, now time
 				plan.hosts.running = append(plan.hosts.running, w.pod.Name)
 			}
 		}
-	}
-	if plan.requeue == time.Duration(math.MaxInt64) {
-		plan.requeue = 0
-	}
-	for _, i := range plan.create {
-		names[i] = workerName(job, i)
 	}
 	if job.Spec.ElasticPolicy == nil {
 		// A fixed job's hostfile names its workers 0..replicas-1 whatever
