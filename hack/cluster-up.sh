@@ -146,6 +146,16 @@ for port in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${CONTROLLER
     exit 1
   fi
 done
+# A port inside the kernel's ephemeral range may be taken at any moment by
+# an outgoing connection (the check above cannot see those); say so, since
+# the bind failure it causes later names no culprit.
+if read -r eph_lo eph_hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null; then
+  for port in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${CONTROLLER_MANAGER_PORT}" "${SCHEDULER_PORT}"; do
+    if ((port >= eph_lo && port <= eph_hi)); then
+      log "warning: port ${port} is in the ephemeral range ${eph_lo}-${eph_hi}; an outgoing connection may hold it"
+    fi
+  done
+fi
 
 # ---------------------------------------------------------------------------
 # On failure: show the end of each log and stop what we started.

@@ -28,13 +28,15 @@ import (
 )
 
 // Ports of the bench's own cluster: none of them is used by the other
-// clusters of this repository (local dev, integration, e2e).
+// clusters of this repository (local dev, integration, e2e), and all are
+// below Linux's ephemeral range (32768-60999), where any outgoing
+// connection could hold them.
 var clusterPorts = []string{
-	"ETCD_PORT=43790",
-	"ETCD_PEER_PORT=43800",
-	"APISERVER_PORT=36443",
-	"CONTROLLER_MANAGER_PORT=40257",
-	"SCHEDULER_PORT=40259",
+	"ETCD_PORT=27790",
+	"ETCD_PEER_PORT=27800",
+	"APISERVER_PORT=27443",
+	"CONTROLLER_MANAGER_PORT=27257",
+	"SCHEDULER_PORT=27259",
 }
 
 const (

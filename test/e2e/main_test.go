@@ -61,9 +61,12 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Ports of its own, below Linux's ephemeral range (32768-60999): a port
+	// in that range can be held by any outgoing connection, such as one
+	// the integration suite's cluster left in TIME_WAIT.
 	cluster = testcluster.New(root, "e2e",
-		"ETCD_PORT=33790", "ETCD_PEER_PORT=33800", "APISERVER_PORT=26443",
-		"CONTROLLER_MANAGER_PORT=30257", "SCHEDULER_PORT=30259", "KWOK_NODES=2")
+		"ETCD_PORT=24790", "ETCD_PEER_PORT=24800", "APISERVER_PORT=26443",
+		"CONTROLLER_MANAGER_PORT=25257", "SCHEDULER_PORT=25259", "KWOK_NODES=2")
 	env.root = root
 	env.localDir = cluster.Dir
 	env.operator = filepath.Join(root, "_output", "bin", "mpi-operator")
