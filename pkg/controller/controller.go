@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/keymutex"
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanotyped "volcano.sh/apis/pkg/client/clientset/versioned/typed/scheduling/v1beta1"
 	volcanolisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
@@ -33,6 +34,10 @@ import (
 )
 
 const controllerName = "mpi-job-controller"
+
+// jobLockStripes is the number of locks the jobs' keys are spread over;
+// two jobs that share one merely wait for each other.
+const jobLockStripes = 1024
 
 // MPIJobController reconciles MPIJobs into their launcher, workers,
 // ConfigMap, RBAC objects and, with gang scheduling, a volcano PodGroup.
@@ -53,7 +58,12 @@ type MPIJobController struct {
 	podGroups func(namespace string) volcanotyped.PodGroupInterface
 	synced    []cache.InformerSynced
 
-	queue        workqueue.TypedRateLimitingInterface[string]
+	queue workqueue.TypedRateLimitingInterface[string]
+	// discoveryQueue feeds the discovery fast path (discovery.go).
+	discoveryQueue workqueue.TypedRateLimitingInterface[string]
+	// jobLocks keeps the main sync and the fast path from acting on one
+	// job at the same time.
+	jobLocks     keymutex.KeyMutex
 	recorder     record.EventRecorder
 	clock        clock.Clock
 	expectations *podExpectations
@@ -107,6 +117,10 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs"}),
+		discoveryQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs-discovery"}),
+		jobLocks:     keymutex.NewHashed(jobLockStripes),
 		recorder:     recorder,
 		clock:        clk,
 		expectations: newPodExpectations(clk),
@@ -149,10 +163,13 @@ func (c *MPIJobController) addHandler(logger klog.Logger, informer cache.SharedI
 	c.synced = append(c.synced, reg.HasSynced)
 }
 
-// Run waits for the caches, then runs threadiness workers until ctx is done.
+// Run waits for the caches, then runs threadiness workers on the main queue
+// and discoveryWorkers(threadiness) on the discovery fast path until ctx is
+// done.
 func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
+	defer c.discoveryQueue.ShutDown()
 	logger := klog.FromContext(ctx)
 
 	logger.Info("Waiting for informer caches to sync")
@@ -164,9 +181,13 @@ func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
 	for range threadiness {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
 	}
+	for range discoveryWorkers(threadiness) {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runDiscoveryWorker, time.Second) })
+	}
 	<-ctx.Done()
 	logger.Info("Shutting down workers")
 	c.queue.ShutDown()
+	c.discoveryQueue.ShutDown()
 	wg.Wait()
 	return nil
 }
@@ -259,6 +280,7 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 	if key, ok := ownerKey(newObj); ok {
 		c.expectations.observeChange(key, newPod.UID)
 		c.queue.Add(key)
+		c.enqueueDiscovery(oldPod, newPod)
 	}
 }
 
@@ -276,6 +298,7 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	if key, ok := ownerKey(pod); ok {
 		c.expectations.observeChange(key, pod.UID)
 		c.queue.Add(key)
+		c.enqueueDiscovery(pod, nil)
 	}
 }
 

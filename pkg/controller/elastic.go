@@ -26,37 +26,45 @@ const (
 
 // trackMinReplicas keeps the clock of an elastic job whose running workers
 // are fewer than minReplicas, and fails the job once that has lasted longer
-// than minReplicasTimeoutSeconds. The clock runs only after the job first
-// ran; before that the workers are still starting. It returns the state to
-// record on the ConfigMap and how long until the job would fail.
+// than minReplicasTimeoutSeconds. It returns the state to record on the
+// ConfigMap and how long until the job would fail.
 func (c *MPIJobController) trackMinReplicas(job *kubeflow.MPIJob, ws []worker, recorded configState, nextIndex int, now metav1.Time) (configState, time.Duration) {
-	state := configState{nextIndex: nextIndex}
+	state, running, left := minReplicasClock(job, ws, recorded, nextIndex, now.Time)
+	if state.belowMinSince.IsZero() || left > 0 {
+		return state, left
+	}
+	ep := job.Spec.ElasticPolicy
+	msg := fmt.Sprintf("MPIJob %s/%s has had %d running worker(s), fewer than minReplicas %d, for longer than minReplicasTimeoutSeconds (%ds).",
+		job.Namespace, job.Name, running, *ep.MinReplicas, *ep.MinReplicasTimeoutSeconds)
+	c.failJob(job, reasonWorkersBelowMinimum, msg, now)
+	return state, 0
+}
+
+// minReplicasClock returns the state to record on the ConfigMap, with the
+// time since when an elastic job has run fewer than minReplicas workers (zero
+// when it has enough), its running workers, and how long it may stay below
+// before it fails. The clock runs only after the job first ran; before that
+// the workers are still starting.
+func minReplicasClock(job *kubeflow.MPIJob, ws []worker, recorded configState, nextIndex int, now time.Time) (state configState, running int, left time.Duration) {
+	state = configState{nextIndex: nextIndex}
 	ep := job.Spec.ElasticPolicy
 	if ep == nil || !hasCondition(&job.Status, common.JobRunning) {
-		return state, 0
+		return state, 0, 0
 	}
-	running := 0
 	for _, w := range ws {
 		if w.live() && w.running() {
 			running++
 		}
 	}
 	if int32(running) >= *ep.MinReplicas {
-		return state, 0
+		return state, running, 0
 	}
 	state.belowMinSince = recorded.belowMinSince
 	if state.belowMinSince.IsZero() {
-		state.belowMinSince = now.Time
+		state.belowMinSince = now
 	}
 	timeout := time.Duration(*ep.MinReplicasTimeoutSeconds) * time.Second
-	left := state.belowMinSince.Add(timeout).Sub(now.Time)
-	if left > 0 {
-		return state, left
-	}
-	msg := fmt.Sprintf("MPIJob %s/%s has had %d running worker(s), fewer than minReplicas %d, for longer than minReplicasTimeoutSeconds (%ds).",
-		job.Namespace, job.Name, running, *ep.MinReplicas, *ep.MinReplicasTimeoutSeconds)
-	c.failJob(job, reasonWorkersBelowMinimum, msg, now)
-	return state, 0
+	return state, running, max(state.belowMinSince.Add(timeout).Sub(now), 0)
 }
 
 // markReplaced records, on each failed worker of an elastic job not handled

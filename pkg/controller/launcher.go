@@ -149,6 +149,12 @@ func (c *MPIJobController) syncLauncher(ctx context.Context, job *kubeflow.MPIJo
 		klog.FromContext(ctx).V(2).Info("Created launcher", "pod", klog.KObj(created))
 		return created, nil
 	}
+	return c.refreshLauncher(ctx, job, launcher, hash)
+}
+
+// refreshLauncher annotates a running launcher with the hash of the
+// discover_hosts.sh it should see, when that changed.
+func (c *MPIJobController) refreshLauncher(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, hash string) (*corev1.Pod, error) {
 	if !c.cfg.RefreshLauncher || launcher.DeletionTimestamp != nil || podFinished(launcher) ||
 		launcher.Annotations[annotationHostsHash] == hash {
 		return launcher, nil

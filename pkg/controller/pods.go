@@ -128,6 +128,12 @@ func (c *MPIJobController) annotatePod(ctx context.Context, job *kubeflow.MPIJob
 		}
 		return nil, err
 	}
+	if cached, err := c.podLister.Pods(pod.Namespace).Get(pod.Name); err == nil && cached.ResourceVersion == patched.ResourceVersion {
+		// The cache shows the result already: an event came before this
+		// check did, or the patch changed nothing (another write had set
+		// the same value) and no event will come.
+		c.expectations.observeChange(key, pod.UID)
+	}
 	return patched, nil
 }
 

@@ -24,6 +24,8 @@ import (
 // It returns how long to wait before the job needs another look, if it does.
 func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
+	c.jobLocks.LockKey(key)
+	defer func() { _ = c.jobLocks.UnlockKey(key) }()
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		logger.Error(err, "Dropping malformed key")

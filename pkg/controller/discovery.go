@@ -1,0 +1,167 @@
+package controller
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+)
+
+// The discovery fast path. Horovod asks discover_hosts.sh for hosts every
+// second, so a worker that turns Running, or stops being usable, should reach
+// the script at once. In the main queue such a change waits its turn behind
+// every other job's sync: a burst of job creations holds that queue for
+// seconds. The pod events that change what the script lists therefore also
+// go to a queue of their own, whose workers only rewrite the job's files and
+// tell its launcher.
+//
+// The fast path writes nothing that the main sync would not write from the
+// same cache, and it decides nothing:
+//   - both paths hold the job's lock, so they never act on a job at once;
+//   - it acts only when the cache shows every pod write of the controller
+//     (the expectations are satisfied) and the plan has nothing to do to the
+//     pods (nothing to create, mark draining or delete), so every worker it
+//     lists the main sync would list too, and a victim chosen by the main
+//     sync is already marked draining, which keeps it out of the script;
+//   - it leaves the job alone before its files exist, once it has finished,
+//     while its spec is invalid, and when it has been below minReplicas for
+//     too long: all of those need the main sync, which has the event too.
+//
+// A conflict (the cache is a moment behind the main sync's own ConfigMap
+// write), like pod writes not in the cache yet, is retried a few times with
+// a short backoff; after that, and after any other failure, the job is left
+// to the main sync.
+
+// maxDiscoveryRetries bounds the retries of one fast-path key: with the
+// queue's backoff from 5 ms, the last one comes about 150 ms after the first
+// try.
+const maxDiscoveryRetries = 5
+
+// errNotSettled asks for a retry: the cache does not show all of the
+// controller's pod writes for the job yet.
+var errNotSettled = errors.New("the cache does not show the controller's last pod writes yet")
+
+// discoveryWorkers is how many workers the fast path runs beside threadiness
+// main ones. A fast-path worker waits while the main sync holds its job's
+// lock; the main workers hold at most threadiness locks at a time, so two
+// more fast-path workers always find a job they can act on.
+func discoveryWorkers(threadiness int) int { return threadiness + 2 }
+
+// discoverable tells whether a pod is one discover_hosts.sh may list as far
+// as the pod itself goes: a Running worker that is neither deleted nor
+// draining.
+func discoverable(pod *corev1.Pod) bool {
+	if pod.Labels[labelMPIRole] != roleWorker || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	_, draining := pod.Annotations[annotationDrainingSince]
+	return !draining
+}
+
+// enqueueDiscovery sends the job of a worker whose discoverability changed to
+// the fast path; newPod is nil when the pod is gone.
+func (c *MPIJobController) enqueueDiscovery(oldPod, newPod *corev1.Pod) {
+	if discoverable(oldPod) == (newPod != nil && discoverable(newPod)) {
+		return
+	}
+	if key, ok := ownerKey(oldPod); ok {
+		c.discoveryQueue.Add(key)
+	}
+}
+
+func (c *MPIJobController) runDiscoveryWorker(ctx context.Context) {
+	for c.processNextDiscoveryItem(ctx) {
+	}
+}
+
+func (c *MPIJobController) processNextDiscoveryItem(ctx context.Context) bool {
+	key, shutdown := c.discoveryQueue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.discoveryQueue.Done(key)
+
+	logger := klog.FromContext(ctx).WithValues("mpijob", key)
+	ctx = klog.NewContext(ctx, logger)
+	err := c.syncDiscovery(ctx, key)
+	if err != nil && c.discoveryQueue.NumRequeues(key) < maxDiscoveryRetries {
+		logger.V(4).Info("Discovery update failed; retrying", "err", err)
+		c.discoveryQueue.AddRateLimited(key)
+		return true
+	}
+	if err != nil {
+		logger.V(4).Info("Discovery update failed; leaving it to the main sync", "err", err)
+	}
+	c.discoveryQueue.Forget(key)
+	return true
+}
+
+// syncDiscovery brings one job's discover_hosts.sh (and the rest of its
+// files) in line with its workers, when the main sync would write exactly
+// that and nothing else to the job's pods.
+func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error {
+	c.jobLocks.LockKey(key)
+	defer func() { _ = c.jobLocks.UnlockKey(key) }()
+
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	shared, err := c.jobLister.MPIJobs(ns).Get(name)
+	if err != nil || shared.DeletionTimestamp != nil || isFinished(&shared.Status) {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	if !c.expectations.satisfied(key) {
+		// Typically the launcher's refresh from a moment ago: its event
+		// is on its way.
+		return errNotSettled
+	}
+	cm, err := c.cmLister.ConfigMaps(ns).Get(configMapName(shared))
+	if err != nil || !metav1.IsControlledBy(cm, shared) {
+		logger.V(4).Info("Discovery left to the main sync", "reason", "no ConfigMap")
+		return nil
+	}
+	job := shared.DeepCopy()
+	kubeflow.SetDefaults_MPIJob(job)
+	if len(validateJob(job)) > 0 {
+		return nil
+	}
+	pods, err := c.getWorkers(job)
+	if err != nil {
+		return nil
+	}
+	ws := toWorkers(job, pods)
+	now := c.clock.Now()
+	plan := planWorkers(job, ws, parseConfigState(cm.Annotations).nextIndex, now)
+	if len(plan.create) > 0 || len(plan.drain) > 0 || len(plan.remove) > 0 {
+		logger.V(4).Info("Discovery left to the main sync", "reason", "workers to create, drain or delete")
+		return nil
+	}
+	state, _, left := minReplicasClock(job, ws, parseConfigState(cm.Annotations), plan.nextIndex, now)
+	if !state.belowMinSince.IsZero() && left == 0 {
+		logger.V(4).Info("Discovery left to the main sync", "reason", "below minReplicas for too long")
+		return nil
+	}
+	written, err := c.syncConfigMap(ctx, job, plan.hosts, state)
+	if err != nil {
+		return err
+	}
+	logger.V(4).Info("Discovery synced", "running", plan.hosts.running)
+	c.observeDiscovery(ws, plan.hosts.running)
+	launcher, err := c.getLauncher(job)
+	if err != nil || launcher == nil {
+		return nil
+	}
+	_, err = c.refreshLauncher(ctx, job, launcher, hostsHash(written.Data[discoverHostsKey]))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,233 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+)
+
+// discover runs one fast-path sync of job; prepare, if given, sees the
+// controller first.
+func (f *fixture) discover(job *kubeflow.MPIJob, prepare func(*MPIJobController)) error {
+	f.t.Helper()
+	_, ctx := ktesting.NewTestContext(f.t)
+	c := f.newController(ctx)
+	if prepare != nil {
+		prepare(c)
+	}
+	f.kubeClient.ClearActions()
+	f.mpiClient.ClearActions()
+	return c.syncDiscovery(ctx, jobKey(job))
+}
+
+// oneOfTwoListed is a running job of two workers whose ConfigMap lists only
+// the first, as before the second turned Running.
+func oneOfTwoListed(f *fixture) *kubeflow.MPIJob {
+	job := runningJob(f, 2)
+	two := []string{"pi-worker-0", "pi-worker-1"}
+	f.cms[0] = newConfigMap(defaulted(job), hostLists{desired: two, running: two[:1]}, configState{})
+	f.pods[2].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
+	return job
+}
+
+func TestDiscoveryListsWorkerTurningRunning(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+
+	if err := f.discover(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
+	f.expectMPIWrites()
+	want := "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\n"
+	if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != want {
+		t.Errorf("discover_hosts.sh %q, want %q", got, want)
+	}
+}
+
+func TestDiscoveryWritesWhatTheMainSyncWould(t *testing.T) {
+	fast, main := newFixture(t), newFixture(t)
+	fastJob, mainJob := oneOfTwoListed(fast), oneOfTwoListed(main)
+	if err := fast.discover(fastJob, nil); err != nil {
+		t.Fatal(err)
+	}
+	main.sync(mainJob)
+	got := updatedObject[*corev1.ConfigMap](fast, "configmaps", "pi-config")
+	want := updatedObject[*corev1.ConfigMap](main, "configmaps", "pi-config")
+	if got.Data[discoverHostsKey] != want.Data[discoverHostsKey] || got.Data[hostfileKey] != want.Data[hostfileKey] {
+		t.Errorf("fast path wrote %q, the main sync %q", got.Data, want.Data)
+	}
+}
+
+func TestDiscoveryRecordsNextIndexOfListedWorker(t *testing.T) {
+	f := newFixture(t)
+	job := elasticJob(f, 2, 1)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](3)
+	f.pods = append(f.pods, existingWorkers(job, corev1.PodRunning, 2)...)
+
+	if err := f.discover(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
+	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\necho pi-worker-2:1\n" {
+		t.Errorf("discover_hosts.sh %q", got)
+	}
+	if got := cm.Annotations[annotationNextWorkerIndex]; got != "3" {
+		t.Errorf("next worker index %q, want 3 once worker 2 is listed", got)
+	}
+}
+
+func TestDiscoveryWaitsForOwnPodWrites(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+	err := f.discover(job, func(c *MPIJobController) {
+		c.expectations.expectChange(jobKey(job), "pi-launcher-uid")
+	})
+	if !errors.Is(err, errNotSettled) {
+		t.Errorf("err = %v, want errNotSettled", err)
+	}
+	f.expectKubeWrites()
+}
+
+func TestDiscoveryLeavesJobsToTheMainSync(t *testing.T) {
+	cases := map[string]func(f *fixture) *kubeflow.MPIJob{
+		"workers to drain": func(f *fixture) *kubeflow.MPIJob {
+			job := runningJob(f, 4)
+			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
+			return job
+		},
+		"workers to create": func(f *fixture) *kubeflow.MPIJob {
+			job := oneOfTwoListed(f)
+			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](3)
+			return job
+		},
+		"drained workers to delete": func(f *fixture) *kubeflow.MPIJob {
+			job := oneOfTwoListed(f)
+			f.pods[1].Annotations = map[string]string{annotationDrainingSince: testNow.Add(-time.Hour).Format(time.RFC3339)}
+			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](1)
+			return job
+		},
+		"no ConfigMap yet": func(f *fixture) *kubeflow.MPIJob {
+			job := oneOfTwoListed(f)
+			f.cms = nil
+			return job
+		},
+		"finished": func(f *fixture) *kubeflow.MPIJob {
+			job := oneOfTwoListed(f)
+			setCondition(&job.Status, common.JobSucceeded, reasonSucceeded, "done", metav1.NewTime(testNow))
+			return job
+		},
+		"invalid spec": func(f *fixture) *kubeflow.MPIJob {
+			job := oneOfTwoListed(f)
+			job.Spec.SlotsPerWorker = ptr[int32](-1)
+			return job
+		},
+		"below minReplicas for too long": func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 2)
+			f.pods[1].Status.Phase = corev1.PodPending
+			f.cms[0].Annotations = configState{nextIndex: 2, belowMinSince: testNow.Add(-time.Hour)}.annotations()
+			return job
+		},
+	}
+	for name, setup := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			job := setup(f)
+			if err := f.discover(job, nil); err != nil {
+				t.Fatal(err)
+			}
+			f.expectKubeWrites()
+			f.expectMPIWrites()
+		})
+	}
+}
+
+func TestDiscoverable(t *testing.T) {
+	job := newTestJob("pi", 1)
+	worker := func(mutate func(*corev1.Pod)) *corev1.Pod {
+		p := existingWorkers(job, corev1.PodRunning, 0)[0]
+		mutate(p)
+		return p
+	}
+	deleted := metav1.NewTime(testNow)
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"running worker", worker(func(*corev1.Pod) {}), true},
+		{"pending worker", worker(func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }), false},
+		{"failed worker", worker(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false},
+		{"deleted worker", worker(func(p *corev1.Pod) { p.DeletionTimestamp = &deleted }), false},
+		{"draining worker", worker(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{annotationDrainingSince: testNow.Format(time.RFC3339)}
+		}), false},
+		{"running launcher", existingLauncher(job, corev1.PodRunning), false},
+	}
+	for _, tc := range cases {
+		if got := discoverable(tc.pod); got != tc.want {
+			t.Errorf("%s: discoverable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestPodEventsReachTheFastPathWhenDiscoverabilityChanges(t *testing.T) {
+	job := newTestJob("pi", 1)
+	running := existingWorkers(job, corev1.PodRunning, 0)[0]
+	running.ResourceVersion = "2"
+	pending := running.DeepCopy()
+	pending.Status.Phase, pending.ResourceVersion = corev1.PodPending, "1"
+	relabelled := running.DeepCopy()
+	relabelled.Labels["extra"], relabelled.ResourceVersion = "x", "3"
+	draining := running.DeepCopy()
+	draining.Annotations, draining.ResourceVersion = map[string]string{annotationDrainingSince: "now"}, "3"
+
+	cases := []struct {
+		name  string
+		event func(c *MPIJobController)
+		want  int
+	}{
+		{"turns Running", func(c *MPIJobController) { c.handlePodUpdate(pending, running) }, 1},
+		{"marked draining", func(c *MPIJobController) { c.handlePodUpdate(running, draining) }, 1},
+		{"other change", func(c *MPIJobController) { c.handlePodUpdate(running, relabelled) }, 0},
+		{"running worker deleted", func(c *MPIJobController) { c.handlePodDelete(running) }, 1},
+		{"pending worker deleted", func(c *MPIJobController) { c.handlePodDelete(pending) }, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			_, ctx := ktesting.NewTestContext(t)
+			c := f.newController(ctx)
+			tc.event(c)
+			if got := c.discoveryQueue.Len(); got != tc.want {
+				t.Errorf("fast-path queue holds %d keys, want %d", got, tc.want)
+			}
+			if got := c.queue.Len(); got != 1 {
+				t.Errorf("main queue holds %d keys, want 1: it sees every pod event", got)
+			}
+		})
+	}
+}
+
+func TestNoOpPodPatchLeavesNothingToWaitFor(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+	// The fake API server keeps a pod's resourceVersion on a patch, as a
+	// real one does when the patch changes nothing: no event follows.
+	f.pods[2].ResourceVersion = "7"
+	_, ctx := ktesting.NewTestContext(t)
+	c := f.newController(ctx)
+	if _, err := c.annotatePod(ctx, job, f.pods[2], annotationHostsHash, "same"); err != nil {
+		t.Fatal(err)
+	}
+	if !c.expectations.satisfied(jobKey(job)) {
+		t.Error("the job waits for an event that a patch without change never brings")
+	}
+}
