@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,9 +187,27 @@ func actionName(a core.Action) string {
 	return ""
 }
 
+// inIssueOrder sorts by name each run of consecutive writes with the same
+// verb and resource, which the controller may send in parallel; the order
+// between runs is kept and checked.
+func inIssueOrder(actions []action) []action {
+	out := slices.Clone(actions)
+	kind := func(a action) string { return a.verb + " " + a.resource + "/" + a.subresource }
+	for start := 0; start < len(out); {
+		end := start + 1
+		for end < len(out) && kind(out[end]) == kind(out[start]) {
+			end++
+		}
+		slices.SortFunc(out[start:end], func(x, y action) int { return strings.Compare(x.name, y.name) })
+		start = end
+	}
+	return out
+}
+
 func (f *fixture) expectKubeWrites(want ...action) {
 	f.t.Helper()
-	if diff := cmp.Diff(want, writes(f.kubeClient.Actions()), cmp.AllowUnexported(action{}), cmpopts.EquateEmpty()); diff != "" {
+	got := inIssueOrder(writes(f.kubeClient.Actions()))
+	if diff := cmp.Diff(inIssueOrder(want), got, cmp.AllowUnexported(action{}), cmpopts.EquateEmpty()); diff != "" {
 		f.t.Errorf("kube API writes (-want +got):\n%s", diff)
 	}
 }

@@ -29,21 +29,27 @@ const (
 )
 
 // createWorkers creates the workers with the given indices. The Role already
-// allows the launcher to exec into them.
+// allows the launcher to exec into them. The requests go out in parallel
+// batches that start small, as the Job controller's do.
 func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJob, indices []int) error {
 	if len(indices) == 0 {
 		return nil
 	}
-	for _, i := range indices {
-		if _, err := c.createPod(ctx, job, newWorker(job, i, c.cfg.GangSchedulerName)); err != nil {
-			return err
+	done, err := inBatches(len(indices), 1, func(i int) error {
+		_, err := c.createPod(ctx, job, newWorker(job, indices[i], c.cfg.GangSchedulerName))
+		return err
+	})
+	if len(done) > 0 {
+		created := make([]int, len(done))
+		for i, d := range done {
+			created[i] = indices[d]
 		}
+		klog.FromContext(ctx).V(2).Info("Created workers", "indices", created)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScalingUp, "Created %d worker(s): %s",
+			len(created), joinNames(job, created))
+		metrics.WorkerResizes.WithLabelValues("up").Inc()
 	}
-	klog.FromContext(ctx).V(2).Info("Created workers", "indices", indices)
-	c.recorder.Eventf(job, corev1.EventTypeNormal, eventScalingUp, "Created %d worker(s): %s",
-		len(indices), joinNames(job, indices))
-	metrics.WorkerResizes.WithLabelValues("up").Inc()
-	return nil
+	return err
 }
 
 // podCreateError explains a failed pod creation. A pod of that name that the
@@ -61,40 +67,48 @@ func (c *MPIJobController) podCreateError(ctx context.Context, job *kubeflow.MPI
 }
 
 // markDraining takes the given workers out of discover_hosts.sh: the mark is
-// on the pod itself, so that it outlives a restart of the controller.
+// on the pod itself, so that it outlives a restart of the controller. The
+// pods are patched all at once.
 func (c *MPIJobController) markDraining(ctx context.Context, job *kubeflow.MPIJob, pods []*corev1.Pod, now metav1.Time) error {
 	if len(pods) == 0 {
 		return nil
 	}
 	since := now.UTC().Format(time.RFC3339Nano)
-	names := make([]string, 0, len(pods))
-	for _, p := range pods {
-		if _, err := c.annotatePod(ctx, job, p, annotationDrainingSince, since); err != nil {
-			return fmt.Errorf("marking worker %s draining: %w", p.Name, err)
+	done, err := inBatches(len(pods), maxBatch, func(i int) error {
+		if _, err := c.annotatePod(ctx, job, pods[i], annotationDrainingSince, since); err != nil {
+			return fmt.Errorf("marking worker %s draining: %w", pods[i].Name, err)
 		}
-		names = append(names, p.Name)
+		return nil
+	})
+	if names := podNames(pods, done); len(names) > 0 {
+		klog.FromContext(ctx).V(2).Info("Draining workers", "pods", names)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, eventDraining, "Draining %d worker(s) before deletion: %v", len(names), names)
 	}
-	klog.FromContext(ctx).V(2).Info("Draining workers", "pods", names)
-	c.recorder.Eventf(job, corev1.EventTypeNormal, eventDraining, "Draining %d worker(s) before deletion: %v", len(names), names)
-	return nil
+	return err
 }
 
-// deleteWorkers deletes workers that no discovery script lists any more.
+// deleteWorkers deletes workers that no discovery script lists any more,
+// all at once.
 func (c *MPIJobController) deleteWorkers(ctx context.Context, job *kubeflow.MPIJob, pods []*corev1.Pod) error {
 	if len(pods) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(pods))
-	for _, p := range pods {
-		if err := c.deletePod(ctx, job, p); err != nil {
-			return err
-		}
-		names = append(names, p.Name)
+	done, err := inBatches(len(pods), maxBatch, func(i int) error { return c.deletePod(ctx, job, pods[i]) })
+	if names := podNames(pods, done); len(names) > 0 {
+		klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", names)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScaledDown, "Deleted %d worker(s): %v", len(names), names)
+		metrics.WorkerResizes.WithLabelValues("down").Inc()
 	}
-	klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", names)
-	c.recorder.Eventf(job, corev1.EventTypeNormal, eventScaledDown, "Deleted %d worker(s): %v", len(names), names)
-	metrics.WorkerResizes.WithLabelValues("down").Inc()
-	return nil
+	return err
+}
+
+// podNames returns the names of pods[i] for each i in which.
+func podNames(pods []*corev1.Pod, which []int) []string {
+	names := make([]string, len(which))
+	for i, w := range which {
+		names[i] = pods[w].Name
+	}
+	return names
 }
 
 // Every pod write goes through createPod, annotatePod or deletePod, which

@@ -50,10 +50,8 @@ func (c *MPIJobController) reconcileFinished(ctx context.Context, job *kubeflow.
 	}
 	victims := podsToClean(job, launcher, workers)
 	if len(victims) > 0 && c.expectations.satisfied(jobKey(job)) {
-		for _, p := range victims {
-			if err := c.deletePod(ctx, job, p); err != nil {
-				return 0, err
-			}
+		if _, err := inBatches(len(victims), maxBatch, func(i int) error { return c.deletePod(ctx, job, victims[i]) }); err != nil {
+			return 0, err
 		}
 		c.recorder.Eventf(job, corev1.EventTypeNormal, eventDeletingPods, "Deleted %d pod(s) of the finished job", len(victims))
 	}
