@@ -24,11 +24,11 @@ import (
 // The fast path writes nothing that the main sync would not write from the
 // same cache, and it decides nothing:
 //   - both paths hold the job's lock, so they never act on a job at once;
-//   - it acts only when the cache shows every pod write of the controller
-//     (the expectations are satisfied) and the plan has nothing to do to the
-//     pods (nothing to create, mark draining or delete), so every worker it
-//     lists the main sync would list too, and a victim chosen by the main
-//     sync is already marked draining, which keeps it out of the script;
+//   - it acts only when the cache shows every pod the controller patched or
+//     deleted, and the plan has nothing to do to the pods (nothing to
+//     create, mark draining or delete), so every worker it lists the main
+//     sync would list too, and a victim chosen by the main sync is already
+//     marked draining, which keeps it out of the script;
 //   - it leaves the job alone before its files exist, once it has finished,
 //     while its spec is invalid, and when it has been below minReplicas for
 //     too long: all of those need the main sync, which has the event too.
@@ -109,6 +109,7 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 	c.jobLocks.LockKey(key)
 	defer func() { _ = c.jobLocks.UnlockKey(key) }()
 
+	logger := klog.FromContext(ctx)
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil
@@ -117,10 +118,11 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 	if err != nil || shared.DeletionTimestamp != nil || isFinished(&shared.Status) {
 		return nil
 	}
-	logger := klog.FromContext(ctx)
-	if !c.expectations.satisfied(key) {
+	if c.expectations.changing(key) {
 		// Typically the launcher's refresh from a moment ago: its event
-		// is on its way.
+		// is on its way. (Pods created and not in the cache yet do not
+		// matter here: they are not Running, and the plan's creations are
+		// left to the main sync anyway.)
 		return errNotSettled
 	}
 	cm, err := c.cmLister.ConfigMaps(ns).Get(configMapName(shared))

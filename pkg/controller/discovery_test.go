@@ -96,6 +96,18 @@ func TestDiscoveryWaitsForOwnPodWrites(t *testing.T) {
 	f.expectKubeWrites()
 }
 
+func TestDiscoveryDoesNotWaitForCreatedPods(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+	err := f.discover(job, func(c *MPIJobController) {
+		c.expectations.expectCreate(jobKey(job), "pi-launcher")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
+}
+
 func TestDiscoveryLeavesJobsToTheMainSync(t *testing.T) {
 	cases := map[string]func(f *fixture) *kubeflow.MPIJob{
 		"workers to drain": func(f *fixture) *kubeflow.MPIJob {

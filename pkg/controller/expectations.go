@@ -104,6 +104,15 @@ func (e *podExpectations) satisfied(key string) bool {
 	return false
 }
 
+// changing reports whether the cache has yet to show pods the controller
+// patched or deleted for job key, within the wait for them.
+func (e *podExpectations) changing(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.jobs[key]
+	return p != nil && p.changes.Len() > 0 && e.clock.Since(p.since) <= expectationsTimeout
+}
+
 // forget drops what is expected of a job, when it is gone.
 func (e *podExpectations) forget(key string) {
 	e.mu.Lock()

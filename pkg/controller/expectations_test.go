@@ -25,18 +25,30 @@ func TestPodExpectations(t *testing.T) {
 	if !e.satisfied("ns/b") {
 		t.Fatal("another job waits on ns/a's expectations")
 	}
+	if !e.changing("ns/a") || e.changing("ns/b") {
+		t.Fatal("changing does not tell the pending change of ns/a alone")
+	}
 	e.observeCreate("ns/a", "a-worker-0")
 	e.observeChange("ns/a", "uid-other")
 	if e.satisfied("ns/a") {
 		t.Fatal("satisfied with a change pending")
 	}
 	e.observeChange("ns/a", "uid-1")
-	if !e.satisfied("ns/a") {
+	if !e.satisfied("ns/a") || e.changing("ns/a") {
 		t.Fatal("not satisfied once every change was observed")
 	}
+	e.expectCreate("ns/a", "a-worker-3")
+	if e.changing("ns/a") {
+		t.Fatal("a pending create counts as a change")
+	}
+	e.forget("ns/a")
 
 	e.expectCreate("ns/a", "a-worker-1")
+	e.expectChange("ns/a", "uid-2")
 	clk.Step(expectationsTimeout + time.Second)
+	if e.changing("ns/a") {
+		t.Fatal("a missed change event counts past the timeout")
+	}
 	if !e.satisfied("ns/a") {
 		t.Fatal("a missed event stalls the job past the timeout")
 	}
