@@ -48,6 +48,7 @@ type MPIJobController struct {
 
 	jobLister  listers.MPIJobLister
 	podLister  corelisters.PodLister
+	podIndexer cache.Indexer // pods by podsByControllerIndex, besides the lister's
 	cmLister   corelisters.ConfigMapLister
 	saLister   corelisters.ServiceAccountLister
 	roleLister rbaclisters.RoleLister
@@ -104,12 +105,17 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 	roles := inf.rbac.Rbac().V1().Roles()
 	rbs := inf.rbac.Rbac().V1().RoleBindings()
 
+	if err := pods.Informer().AddIndexers(cache.Indexers{podsByControllerIndex: podControllerUID}); err != nil {
+		// Only a started informer refuses an indexer; it cannot be yet.
+		logger.Error(err, "Adding the pod index")
+	}
 	c := &MPIJobController{
 		kubeClient: kubeClient,
 		mpiClient:  mpiClient,
 		cfg:        cfg,
 		jobLister:  jobs.Lister(),
 		podLister:  pods.Lister(),
+		podIndexer: pods.Informer().GetIndexer(),
 		cmLister:   cms.Lister(),
 		saLister:   sas.Lister(),
 		roleLister: roles.Lister(),
