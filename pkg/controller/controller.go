@@ -133,8 +133,11 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 	}
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueJob,
-		UpdateFunc: func(_, obj any) { c.enqueueJob(obj) },
+		AddFunc: c.enqueueJob,
+		UpdateFunc: func(oldObj, newObj any) {
+			c.enqueueJob(newObj)
+			c.enqueueResize(oldObj, newObj)
+		},
 		DeleteFunc: c.enqueueJob,
 	})
 	c.addHandler(logger, pods.Informer(), cache.ResourceEventHandlerFuncs{

@@ -14,24 +14,28 @@ import (
 )
 
 // The discovery fast path. Horovod asks discover_hosts.sh for hosts every
-// second, so a worker that turns Running, or stops being usable, should reach
-// the script at once. In the main queue such a change waits its turn behind
-// every other job's sync: a burst of job creations holds that queue for
-// seconds. The pod events that change what the script lists therefore also
-// go to a queue of their own, whose workers only rewrite the job's files and
-// tell its launcher.
+// second, so a worker that turns Running, or stops being usable, and the
+// victims of a scale-in, should reach the script at once. In the main queue
+// such a change waits its turn behind every other job's sync: a burst of job
+// creations holds that queue for seconds. The pod events that change what
+// the script lists, and changes of a job's worker replicas, therefore also
+// go to a queue of their own. Its workers carry out the first steps of the
+// main sync and nothing else: mark the plan's victims draining, then write
+// the job's files, then tell its launcher. Creations, deletions, the Role
+// and the status stay with the main sync, which has every event too.
 //
 // The fast path writes nothing that the main sync would not write from the
-// same cache, and it decides nothing:
+// same cache, in the same order:
 //   - both paths hold the job's lock, so they never act on a job at once;
-//   - it acts only when the cache shows every pod the controller patched or
-//     deleted, and the plan has nothing to do to the pods (nothing to
-//     create, mark draining or delete), so every worker it lists the main
-//     sync would list too, and a victim chosen by the main sync is already
-//     marked draining, which keeps it out of the script;
-//   - it leaves the job alone before its files exist, once it has finished,
-//     while its spec is invalid, and when it has been below minReplicas for
-//     too long: all of those need the main sync, which has the event too.
+//   - both follow one plan, planWorkers of the cached workers;
+//   - the fast path acts only when the cache shows every pod the controller
+//     patched or deleted, so that the plan does not mark a worker twice or
+//     list a worker already marked;
+//   - it leaves the job alone while it has workers to create: the main sync
+//     comes back with every pod it creates and lists what runs at its own
+//     pace, which bounds the writes of a job that starts many workers; and
+//     before its files exist, once it has finished, while its spec is
+//     invalid, and when it has been below minReplicas for too long.
 //
 // A conflict (the cache is a moment behind the main sync's own ConfigMap
 // write), like pod writes not in the cache yet, is retried a few times with
@@ -62,6 +66,17 @@ func discoverable(pod *corev1.Pod) bool {
 	}
 	_, draining := pod.Annotations[annotationDrainingSince]
 	return !draining
+}
+
+// enqueueResize sends a job whose worker replicas changed to the fast path,
+// for the victims of a scale-in.
+func (c *MPIJobController) enqueueResize(oldObj, newObj any) {
+	oldJob, okOld := oldObj.(*kubeflow.MPIJob)
+	newJob, okNew := newObj.(*kubeflow.MPIJob)
+	if !okOld || !okNew || desiredWorkers(oldJob) == desiredWorkers(newJob) {
+		return
+	}
+	c.discoveryQueue.Add(jobKey(newJob))
 }
 
 // enqueueDiscovery sends the job of a worker whose discoverability changed to
@@ -102,9 +117,8 @@ func (c *MPIJobController) processNextDiscoveryItem(ctx context.Context) bool {
 	return true
 }
 
-// syncDiscovery brings one job's discover_hosts.sh (and the rest of its
-// files) in line with its workers, when the main sync would write exactly
-// that and nothing else to the job's pods.
+// syncDiscovery marks a job's scale-in victims draining and brings its
+// files, discover_hosts.sh first of all, in line with its workers.
 func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error {
 	c.jobLocks.LockKey(key)
 	defer func() { _ = c.jobLocks.UnlockKey(key) }()
@@ -142,14 +156,17 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 	ws := toWorkers(job, pods)
 	now := c.clock.Now()
 	plan := planWorkers(job, ws, parseConfigState(cm.Annotations).nextIndex, now)
-	if len(plan.create) > 0 || len(plan.drain) > 0 || len(plan.remove) > 0 {
-		logger.V(4).Info("Discovery left to the main sync", "reason", "workers to create, drain or delete")
+	if len(plan.create) > 0 {
+		logger.V(4).Info("Discovery left to the main sync", "reason", "workers to create")
 		return nil
 	}
 	state, _, left := minReplicasClock(job, ws, parseConfigState(cm.Annotations), plan.nextIndex, now)
 	if !state.belowMinSince.IsZero() && left == 0 {
 		logger.V(4).Info("Discovery left to the main sync", "reason", "below minReplicas for too long")
 		return nil
+	}
+	if err := c.markDraining(ctx, job, plan.drain, metav1.NewTime(now)); err != nil {
+		return err
 	}
 	written, err := c.syncConfigMap(ctx, job, plan.hosts, state)
 	if err != nil {

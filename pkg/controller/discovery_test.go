@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,22 +109,54 @@ func TestDiscoveryDoesNotWaitForCreatedPods(t *testing.T) {
 	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
 }
 
+func TestDiscoveryDrainsScaleInVictimsAsTheMainSyncDoes(t *testing.T) {
+	fast, main := newFixture(t), newFixture(t)
+	fastJob, mainJob := runningJob(fast, 4), runningJob(main, 4)
+	fastJob.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
+	mainJob.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
+
+	if err := fast.discover(fastJob, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The main sync's writes to the pods and files, in the same order; the
+	// status stays with the main sync.
+	fast.expectKubeWrites(
+		patchPod("pi-worker-2"),
+		patchPod("pi-worker-3"),
+		update("configmaps", "pi-config"),
+		patchPod("pi-launcher"),
+	)
+	fast.expectMPIWrites()
+	main.sync(mainJob)
+	got := updatedObject[*corev1.ConfigMap](fast, "configmaps", "pi-config")
+	want := updatedObject[*corev1.ConfigMap](main, "configmaps", "pi-config")
+	if diff := cmp.Diff(want.Data, got.Data); diff != "" {
+		t.Errorf("files of the fast path (-main sync +fast path):\n%s", diff)
+	}
+}
+
+func TestDiscoveryLeavesDeletionsToTheMainSync(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](1)
+	f.pods[1].Annotations = map[string]string{annotationDrainingSince: testNow.Add(-time.Hour).Format(time.RFC3339)}
+
+	if err := f.discover(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The drained worker leaves the files; its deletion waits for the
+	// main sync.
+	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
+	if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\n" {
+		t.Errorf("discover_hosts.sh %q", got)
+	}
+}
+
 func TestDiscoveryLeavesJobsToTheMainSync(t *testing.T) {
 	cases := map[string]func(f *fixture) *kubeflow.MPIJob{
-		"workers to drain": func(f *fixture) *kubeflow.MPIJob {
-			job := runningJob(f, 4)
-			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
-			return job
-		},
 		"workers to create": func(f *fixture) *kubeflow.MPIJob {
 			job := oneOfTwoListed(f)
 			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](3)
-			return job
-		},
-		"drained workers to delete": func(f *fixture) *kubeflow.MPIJob {
-			job := oneOfTwoListed(f)
-			f.pods[1].Annotations = map[string]string{annotationDrainingSince: testNow.Add(-time.Hour).Format(time.RFC3339)}
-			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](1)
 			return job
 		},
 		"no ConfigMap yet": func(f *fixture) *kubeflow.MPIJob {
@@ -241,5 +274,33 @@ func TestNoOpPodPatchLeavesNothingToWaitFor(t *testing.T) {
 	}
 	if !c.expectations.satisfied(jobKey(job)) {
 		t.Error("the job waits for an event that a patch without change never brings")
+	}
+}
+
+func TestReplicaChangesReachTheFastPath(t *testing.T) {
+	old := newTestJob("pi", 4)
+	old.ResourceVersion = "1"
+	shrunk := old.DeepCopy()
+	shrunk.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
+	relabelled := old.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "ml"}
+	cases := []struct {
+		name string
+		new  *kubeflow.MPIJob
+		want int
+	}{
+		{"replicas changed", shrunk, 1},
+		{"something else changed", relabelled, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			_, ctx := ktesting.NewTestContext(t)
+			c := f.newController(ctx)
+			c.enqueueResize(old, tc.new)
+			if got := c.discoveryQueue.Len(); got != tc.want {
+				t.Errorf("fast-path queue holds %d keys, want %d", got, tc.want)
+			}
+		})
 	}
 }
