@@ -141,3 +141,28 @@ func TestStatusNotRewrittenFromStaleCache(t *testing.T) {
 	}
 	f.expectMPIWrites(statusUpdate())
 }
+
+// TestFilesWaitForOwnPodChanges: while the cache does not show a pod the
+// controller patched or deleted, the main sync leaves the files alone, so
+// that it cannot list a worker it has just marked draining.
+func TestFilesWaitForOwnPodChanges(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+	if _, err := f.syncPrepared(job, func(c *MPIJobController) {
+		c.expectations.expectChange(jobKey(job), "pi-worker-1-uid")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites()
+
+	// A pod created and not seen yet is no reason to wait: it is not
+	// Running.
+	f = newFixture(t)
+	job = oneOfTwoListed(f)
+	if _, err := f.syncPrepared(job, func(c *MPIJobController) {
+		c.expectations.expectCreate(jobKey(job), "pi-worker-7")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites(update("configmaps", "pi-config"))
+}

@@ -142,8 +142,18 @@ func (f *fixture) sync(job *kubeflow.MPIJob) time.Duration {
 
 func (f *fixture) syncErr(job *kubeflow.MPIJob) (time.Duration, error) {
 	f.t.Helper()
+	return f.syncPrepared(job, nil)
+}
+
+// syncPrepared runs one sync of job; prepare, if given, sees the controller
+// first.
+func (f *fixture) syncPrepared(job *kubeflow.MPIJob, prepare func(*MPIJobController)) (time.Duration, error) {
+	f.t.Helper()
 	_, ctx := ktesting.NewTestContext(f.t)
 	c := f.newController(ctx)
+	if prepare != nil {
+		prepare(c)
+	}
 	f.kubeClient.ClearActions()
 	f.mpiClient.ClearActions()
 	return c.syncHandler(ctx, job.Namespace+"/"+job.Name)

@@ -129,11 +129,15 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 		plan.create = plan.create[:maxCreatesPerSync]
 	}
 	settled := c.expectations.satisfied(jobKey(job))
+	// A draining mark or a deletion of this controller's that the cache does
+	// not show yet could make the plan list a worker already taken out of
+	// discover_hosts.sh: the files stay as they are until it does.
+	changing := c.expectations.changing(jobKey(job))
 	if !settled {
 		// The cache does not show this controller's last pod changes yet, so
 		// the plan may repeat them; the pod event that settles them brings
-		// the job back. The files and the Role stay as the last sync, which
-		// planned the same workers, wrote them.
+		// the job back. The Role stays as the last sync, which planned the
+		// same workers, wrote it.
 		plan.create, plan.drain, plan.remove = nil, nil, nil
 		// Should that event be lost, look again once the wait has expired.
 		plan.requeue = minPositive(plan.requeue, expectationsTimeout)
@@ -141,11 +145,14 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	if err := c.markDraining(ctx, job, plan.drain, now); err != nil {
 		return 0, err
 	}
-	cm, err := c.syncConfigMap(ctx, job, plan.hosts, state)
-	if err != nil {
-		return 0, err
+	var cm *corev1.ConfigMap
+	var err error
+	if !changing {
+		if cm, err = c.syncConfigMap(ctx, job, plan.hosts, state); err != nil {
+			return 0, err
+		}
+		c.observeDiscovery(ws, plan.hosts.running)
 	}
-	c.observeDiscovery(ws, plan.hosts.running)
 	if err := c.syncLauncherRBAC(ctx, job, plan.exec); err != nil {
 		return 0, err
 	}
