@@ -37,3 +37,9 @@ func inBatches(n, first int, fn func(i int) error) ([]int, error) {
 	}
 	return done, nil
 }
+
+// concurrently runs fns in parallel and returns their errors, joined.
+func concurrently(fns ...func() error) error {
+	_, err := inBatches(len(fns), len(fns), func(i int) error { return fns[i]() })
+	return err
+}

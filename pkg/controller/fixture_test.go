@@ -197,18 +197,25 @@ func actionName(a core.Action) string {
 	return ""
 }
 
-// inIssueOrder sorts by name each run of consecutive writes with the same
-// verb and resource, which the controller may send in parallel; the order
-// between runs is kept and checked.
+// inIssueOrder sorts each run of consecutive writes that the controller may
+// send in parallel: writes of one verb to pods, or writes to the children
+// that come before the workers (ConfigMap, ServiceAccount, Role,
+// RoleBinding). The order between runs is kept and checked.
 func inIssueOrder(actions []action) []action {
 	out := slices.Clone(actions)
-	kind := func(a action) string { return a.verb + " " + a.resource + "/" + a.subresource }
+	kind := func(a action) string {
+		switch a.resource {
+		case "configmaps", "serviceaccounts", "roles", "rolebindings":
+			return "children"
+		}
+		return a.verb + " " + a.resource + "/" + a.subresource
+	}
 	for start := 0; start < len(out); {
 		end := start + 1
 		for end < len(out) && kind(out[end]) == kind(out[start]) {
 			end++
 		}
-		slices.SortFunc(out[start:end], func(x, y action) int { return strings.Compare(x.name, y.name) })
+		slices.SortFunc(out[start:end], func(x, y action) int { return strings.Compare(x.String(), y.String()) })
 		start = end
 	}
 	return out

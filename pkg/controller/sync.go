@@ -145,19 +145,24 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	if err := c.markDraining(ctx, job, plan.drain, now); err != nil {
 		return 0, err
 	}
+	// The files, the launcher's RBAC objects and the PodGroup do not
+	// depend on each other; all of them come before any new worker.
 	var cm *corev1.ConfigMap
-	var err error
+	err := concurrently(
+		func() (err error) {
+			if !changing {
+				cm, err = c.syncConfigMap(ctx, job, plan.hosts, state)
+			}
+			return err
+		},
+		func() error { return c.syncLauncherRBAC(ctx, job, plan.exec) },
+		func() error { return c.syncPodGroup(ctx, job) },
+	)
+	if err != nil {
+		return 0, err
+	}
 	if !changing {
-		if cm, err = c.syncConfigMap(ctx, job, plan.hosts, state); err != nil {
-			return 0, err
-		}
 		c.observeDiscovery(ws, plan.hosts.running)
-	}
-	if err := c.syncLauncherRBAC(ctx, job, plan.exec); err != nil {
-		return 0, err
-	}
-	if err := c.syncPodGroup(ctx, job); err != nil {
-		return 0, err
 	}
 	if err := c.createWorkers(ctx, job, plan.create); err != nil {
 		return 0, err

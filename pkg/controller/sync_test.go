@@ -127,16 +127,22 @@ func TestChildNotControlledStopsSync(t *testing.T) {
 		setup func(f *fixture)
 		want  []action
 	}{
+		// The files and RBAC objects are written in parallel: the others
+		// are created, and no pod is.
 		"ConfigMap": {
 			setup: func(f *fixture) { f.cms = append(f.cms, &corev1.ConfigMap{ObjectMeta: named("pi-config")}) },
+			want: []action{create("serviceaccounts", "pi-launcher"), create("roles", "pi-launcher"),
+				create("rolebindings", "pi-launcher")},
 		},
 		"ServiceAccount": {
 			setup: func(f *fixture) { f.sas = append(f.sas, &corev1.ServiceAccount{ObjectMeta: named("pi-launcher")}) },
-			want:  []action{create("configmaps", "pi-config")},
+			want: []action{create("configmaps", "pi-config"), create("roles", "pi-launcher"),
+				create("rolebindings", "pi-launcher")},
 		},
 		"Role": {
 			setup: func(f *fixture) { f.roles = append(f.roles, &rbacv1.Role{ObjectMeta: named("pi-launcher")}) },
-			want:  []action{create("configmaps", "pi-config"), create("serviceaccounts", "pi-launcher")},
+			want: []action{create("configmaps", "pi-config"), create("serviceaccounts", "pi-launcher"),
+				create("rolebindings", "pi-launcher")},
 		},
 		"RoleBinding": {
 			setup: func(f *fixture) {
