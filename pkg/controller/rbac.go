@@ -14,9 +14,12 @@ import (
 // syncLauncherRBAC makes sure the launcher's ServiceAccount, Role and
 // RoleBinding exist, and that the Role allows exec into exactly the workers
 // named in exec. It runs before any new worker is created.
-// The three do not depend on each other and are written in parallel.
+// The ServiceAccount and the Role are written in parallel; the RoleBinding
+// follows the Role, since the API server lets the operator bind only a Role
+// that exists (it checks that the binding grants nothing the operator does
+// not hold).
 func (c *MPIJobController) syncLauncherRBAC(ctx context.Context, job *kubeflow.MPIJob, exec []string) error {
-	return concurrently(
+	err := concurrently(
 		func() error {
 			_, err := ensure(ctx, c, job, c.serviceAccountChild(), newLauncherServiceAccount(job))
 			return err
@@ -25,11 +28,12 @@ func (c *MPIJobController) syncLauncherRBAC(ctx context.Context, job *kubeflow.M
 			_, err := ensure(ctx, c, job, c.roleChild(), newLauncherRole(job, exec))
 			return err
 		},
-		func() error {
-			_, err := ensure(ctx, c, job, c.roleBindingChild(), newLauncherRoleBinding(job))
-			return err
-		},
 	)
+	if err != nil {
+		return err
+	}
+	_, err = ensure(ctx, c, job, c.roleBindingChild(), newLauncherRoleBinding(job))
+	return err
 }
 
 func (c *MPIJobController) serviceAccountChild() child[*corev1.ServiceAccount] {

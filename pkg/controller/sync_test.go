@@ -2,13 +2,13 @@ package controller
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
-	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
 func TestFirstSyncCreatesChildrenInOrder(t *testing.T) {
@@ -40,6 +41,11 @@ func TestFirstSyncCreatesChildrenInOrder(t *testing.T) {
 		create("pods", "pi-launcher"),
 	)
 	f.expectMPIWrites(statusUpdate())
+	// The API server lets the operator bind only a Role that exists.
+	sent := writes(f.kubeClient.Actions())
+	if role, binding := slices.Index(sent, create("roles", "pi-launcher")), slices.Index(sent, create("rolebindings", "pi-launcher")); binding < role {
+		t.Errorf("RoleBinding created before its Role: %v", sent)
+	}
 
 	d := defaulted(job)
 	hosts := hostLists{desired: []string{"pi-worker-0", "pi-worker-1"}}
@@ -127,8 +133,9 @@ func TestChildNotControlledStopsSync(t *testing.T) {
 		setup func(f *fixture)
 		want  []action
 	}{
-		// The files and RBAC objects are written in parallel: the others
-		// are created, and no pod is.
+		// The files, the ServiceAccount and the Role are written in
+		// parallel: the others are created, the RoleBinding only after its
+		// Role, and no pod.
 		"ConfigMap": {
 			setup: func(f *fixture) { f.cms = append(f.cms, &corev1.ConfigMap{ObjectMeta: named("pi-config")}) },
 			want: []action{create("serviceaccounts", "pi-launcher"), create("roles", "pi-launcher"),
@@ -136,13 +143,11 @@ func TestChildNotControlledStopsSync(t *testing.T) {
 		},
 		"ServiceAccount": {
 			setup: func(f *fixture) { f.sas = append(f.sas, &corev1.ServiceAccount{ObjectMeta: named("pi-launcher")}) },
-			want: []action{create("configmaps", "pi-config"), create("roles", "pi-launcher"),
-				create("rolebindings", "pi-launcher")},
+			want:  []action{create("configmaps", "pi-config"), create("roles", "pi-launcher")},
 		},
 		"Role": {
 			setup: func(f *fixture) { f.roles = append(f.roles, &rbacv1.Role{ObjectMeta: named("pi-launcher")}) },
-			want: []action{create("configmaps", "pi-config"), create("serviceaccounts", "pi-launcher"),
-				create("rolebindings", "pi-launcher")},
+			want:  []action{create("configmaps", "pi-config"), create("serviceaccounts", "pi-launcher")},
 		},
 		"RoleBinding": {
 			setup: func(f *fixture) {

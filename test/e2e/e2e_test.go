@@ -856,4 +856,9 @@ func (s *suite) stopOperator(t *testing.T) {
 	if lines := s.op.logLines("forbidden", "panic"); len(lines) > 0 {
 		t.Errorf("the operator log %s shows refusals or panics:\n%s", s.op.logPath, strings.Join(lines, "\n"))
 	}
+	// Nor did any of its requests fail: every step is one a healthy
+	// cluster serves.
+	if lines := s.op.errorLines(); len(lines) > 0 {
+		t.Errorf("the operator log %s shows errors:\n%s", s.op.logPath, strings.Join(lines, "\n"))
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,6 +153,24 @@ func (p *operatorProc) logLines(substrings ...string) []string {
 				found = append(found, line)
 				break
 			}
+		}
+	}
+	return found
+}
+
+// klogError matches the start of a klog line of severity error.
+var klogError = regexp.MustCompile(`^E[0-9]{4} `)
+
+// errorLines returns the log's lines of severity error.
+func (p *operatorProc) errorLines() []string {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return []string{fmt.Sprintf("(cannot read %s: %v)", p.logPath, err)}
+	}
+	var found []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if klogError.MatchString(line) {
+			found = append(found, line)
 		}
 	}
 	return found
