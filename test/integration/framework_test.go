@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2/ktesting"
+	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/controller"
@@ -62,8 +63,16 @@ func startController(t *testing.T, cfg controller.Config) {
 	}
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	inf := controller.NewInformers(env.kube, env.mpi, nil, cfg)
-	c := controller.NewMPIJobController(ctx, env.kube, env.mpi, nil, inf, cfg)
+	var vc volcanoclient.Interface // a nil interface, not a typed nil pointer
+	if cfg.GangSchedulerName != "" {
+		client, err := volcanoclient.NewForConfig(env.config)
+		if err != nil {
+			t.Fatalf("volcano client: %v", err)
+		}
+		vc = client
+	}
+	inf := controller.NewInformers(env.kube, env.mpi, vc, cfg)
+	c := controller.NewMPIJobController(ctx, env.kube, env.mpi, vc, inf, cfg)
 	inf.Start(ctx.Done())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -334,5 +343,25 @@ func scaleWorkers(t *testing.T, ns, name string, replicas int32) {
 	})
 	if err != nil {
 		t.Fatalf("scaling %s to %d: %v", name, replicas, err)
+	}
+}
+
+// updateJob changes the job's spec with change, retrying on a conflict with
+// the controller's status writes.
+func updateJob(t *testing.T, ns, name string, change func(*kubeflow.MPIJob)) {
+	t.Helper()
+	ctx := context.Background()
+	jobs := env.mpi.KubeflowV1().MPIJobs(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		job, err := jobs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(job)
+		_, err = jobs.Update(ctx, job, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("updating %s: %v", name, err)
 	}
 }

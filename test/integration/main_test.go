@@ -69,6 +69,9 @@ func run(m *testing.M) (int, error) {
 	if err := installCRD(); err != nil {
 		return 0, err
 	}
+	if err := installPodGroupCRD(cluster.Dir); err != nil {
+		return 0, err
+	}
 	return m.Run(), nil
 }
 
