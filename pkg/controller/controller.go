@@ -217,6 +217,10 @@ func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
 	ctx = klog.NewContext(ctx, logger)
 	requeueAfter, err := c.syncHandler(ctx, key)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// The controller is stopping and cut the sync short; the next
+		// leader starts from the cluster as it is.
+		logger.V(2).Info("Sync interrupted by the stop", "err", err)
 	case apierrors.IsConflict(err):
 		// A write raced another or used a cache a moment behind; the retry
 		// reads the newer object.
