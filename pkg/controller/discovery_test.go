@@ -18,13 +18,7 @@ import (
 // controller first.
 func (f *fixture) discover(job *kubeflow.MPIJob, prepare func(*MPIJobController)) error {
 	f.t.Helper()
-	_, ctx := ktesting.NewTestContext(f.t)
-	c := f.newController(ctx)
-	if prepare != nil {
-		prepare(c)
-	}
-	f.kubeClient.ClearActions()
-	f.mpiClient.ClearActions()
+	ctx, c := f.readyController(prepare)
 	return c.syncDiscovery(ctx, jobKey(job))
 }
 

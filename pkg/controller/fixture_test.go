@@ -149,6 +149,14 @@ func (f *fixture) syncErr(job *kubeflow.MPIJob) (time.Duration, error) {
 // first.
 func (f *fixture) syncPrepared(job *kubeflow.MPIJob, prepare func(*MPIJobController)) (time.Duration, error) {
 	f.t.Helper()
+	ctx, c := f.readyController(prepare)
+	return c.syncHandler(ctx, jobKey(job))
+}
+
+// readyController returns a controller on the fixture's objects, after
+// prepare (if given), with no API request recorded yet.
+func (f *fixture) readyController(prepare func(*MPIJobController)) (context.Context, *MPIJobController) {
+	f.t.Helper()
 	_, ctx := ktesting.NewTestContext(f.t)
 	c := f.newController(ctx)
 	if prepare != nil {
@@ -156,7 +164,7 @@ func (f *fixture) syncPrepared(job *kubeflow.MPIJob, prepare func(*MPIJobControl
 	}
 	f.kubeClient.ClearActions()
 	f.mpiClient.ClearActions()
-	return c.syncHandler(ctx, job.Namespace+"/"+job.Name)
+	return ctx, c
 }
 
 // action is the part of an API request a test checks.

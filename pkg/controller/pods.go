@@ -68,7 +68,7 @@ func (c *MPIJobController) podCreateError(ctx context.Context, job *kubeflow.MPI
 
 // markDraining takes the given workers out of discover_hosts.sh: the mark is
 // on the pod itself, so that it outlives a restart of the controller. The
-// pods are patched all at once.
+// pods are patched in parallel.
 func (c *MPIJobController) markDraining(ctx context.Context, job *kubeflow.MPIJob, pods []*corev1.Pod, now metav1.Time) error {
 	if len(pods) == 0 {
 		return nil
@@ -87,8 +87,8 @@ func (c *MPIJobController) markDraining(ctx context.Context, job *kubeflow.MPIJo
 	return err
 }
 
-// deleteWorkers deletes workers that no discovery script lists any more,
-// all at once.
+// deleteWorkers deletes workers that no discovery script lists any more, in
+// parallel.
 func (c *MPIJobController) deleteWorkers(ctx context.Context, job *kubeflow.MPIJob, pods []*corev1.Pod) error {
 	if len(pods) == 0 {
 		return nil
