@@ -293,7 +293,9 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 	if key, ok := ownerKey(newObj); ok {
 		c.expectations.observeChange(key, newPod.UID)
 		c.queue.Add(key)
-		c.enqueueDiscovery(oldPod, newPod)
+		if discoverabilityChanged(oldPod, newPod) {
+			c.discoveryQueue.Add(key)
+		}
 	}
 }
 
@@ -311,7 +313,9 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	if key, ok := ownerKey(pod); ok {
 		c.expectations.observeChange(key, pod.UID)
 		c.queue.Add(key)
-		c.enqueueDiscovery(pod, nil)
+		if discoverabilityChanged(pod, nil) {
+			c.discoveryQueue.Add(key)
+		}
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -79,15 +78,10 @@ func (c *MPIJobController) enqueueResize(oldObj, newObj any) {
 	c.discoveryQueue.Add(jobKey(newJob))
 }
 
-// enqueueDiscovery sends the job of a worker whose discoverability changed to
-// the fast path; newPod is nil when the pod is gone.
-func (c *MPIJobController) enqueueDiscovery(oldPod, newPod *corev1.Pod) {
-	if discoverable(oldPod) == (newPod != nil && discoverable(newPod)) {
-		return
-	}
-	if key, ok := ownerKey(oldPod); ok {
-		c.discoveryQueue.Add(key)
-	}
+// discoverabilityChanged tells whether a pod event changes what
+// discover_hosts.sh may list; newPod is nil when the pod is gone.
+func discoverabilityChanged(oldPod, newPod *corev1.Pod) bool {
+	return discoverable(oldPod) != (newPod != nil && discoverable(newPod))
 }
 
 func (c *MPIJobController) runDiscoveryWorker(ctx context.Context) {
@@ -155,12 +149,13 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 	}
 	ws := toWorkers(job, pods)
 	now := c.clock.Now()
-	plan := planWorkers(job, ws, parseConfigState(cm.Annotations).nextIndex, now)
+	recorded := parseConfigState(cm.Annotations)
+	plan := planWorkers(job, ws, recorded.nextIndex, now)
 	if len(plan.create) > 0 {
 		logger.V(4).Info("Discovery left to the main sync", "reason", "workers to create")
 		return nil
 	}
-	state, _, left := minReplicasClock(job, ws, parseConfigState(cm.Annotations), plan.nextIndex, now)
+	state, _, left := minReplicasClock(job, ws, recorded, plan.nextIndex, now)
 	if !state.belowMinSince.IsZero() && left == 0 {
 		logger.V(4).Info("Discovery left to the main sync", "reason", "below minReplicas for too long")
 		return nil
@@ -179,8 +174,5 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 		return nil
 	}
 	_, err = c.refreshLauncher(ctx, job, launcher, hostsHash(written.Data[discoverHostsKey]))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
 	return err
 }

@@ -201,8 +201,8 @@ func (c *MPIJobController) getLauncher(job *kubeflow.MPIJob) (*corev1.Pod, error
 }
 
 // getWorkers returns every worker pod the job controls. It reads the pods
-// the job controls from an index, not the whole namespace: a sync costs the
-// same whatever else runs there.
+// the job controls from an index by the job's UID, not the whole namespace:
+// a sync costs the same whatever else runs there.
 func (c *MPIJobController) getWorkers(job *kubeflow.MPIJob) ([]*corev1.Pod, error) {
 	objs, err := c.podIndexer.ByIndex(podsByControllerIndex, string(job.UID))
 	if err != nil {
@@ -212,7 +212,7 @@ func (c *MPIJobController) getWorkers(job *kubeflow.MPIJob) ([]*corev1.Pod, erro
 	out := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
 		p, ok := o.(*corev1.Pod)
-		if ok && p.Namespace == job.Namespace && selector.Matches(labels.Set(p.Labels)) && metav1.IsControlledBy(p, job) {
+		if ok && selector.Matches(labels.Set(p.Labels)) {
 			out = append(out, p)
 		}
 	}

@@ -141,21 +141,15 @@ func (p *operatorProc) logTail(n int) string {
 // logLines returns the lines of the operator's log that contain any of the
 // substrings, compared case-insensitively.
 func (p *operatorProc) logLines(substrings ...string) []string {
-	data, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return []string{fmt.Sprintf("(cannot read %s: %v)", p.logPath, err)}
-	}
-	var found []string
-	for _, line := range strings.Split(string(data), "\n") {
+	return p.matchingLines(func(line string) bool {
 		low := strings.ToLower(line)
 		for _, s := range substrings {
 			if strings.Contains(low, strings.ToLower(s)) {
-				found = append(found, line)
-				break
+				return true
 			}
 		}
-	}
-	return found
+		return false
+	})
 }
 
 // klogError matches the start of a klog line of severity error.
@@ -163,13 +157,19 @@ var klogError = regexp.MustCompile(`^E[0-9]{4} `)
 
 // errorLines returns the log's lines of severity error.
 func (p *operatorProc) errorLines() []string {
+	return p.matchingLines(klogError.MatchString)
+}
+
+// matchingLines returns the lines of the operator's log that match; a log
+// that cannot be read yields one line that says so.
+func (p *operatorProc) matchingLines(match func(string) bool) []string {
 	data, err := os.ReadFile(p.logPath)
 	if err != nil {
 		return []string{fmt.Sprintf("(cannot read %s: %v)", p.logPath, err)}
 	}
 	var found []string
 	for _, line := range strings.Split(string(data), "\n") {
-		if klogError.MatchString(line) {
+		if match(line) {
 			found = append(found, line)
 		}
 	}
