@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
            -X github.com/kubeflow/mpi-operator/pkg/version.GitCommit=$(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
-        test test-unit test-integration test-e2e testbin cluster-up cluster-down \
+        test test-unit test-integration test-e2e testbin prereqs cluster-up cluster-down \
         local-up local-down demo clean
 
 all: build
@@ -56,8 +56,12 @@ test-integration: testbin
 test-e2e: testbin build
 	$(GO) test -count=1 -timeout 30m ./test/e2e/...
 
-testbin:
+testbin: prereqs
 	hack/testbin.sh > /dev/null
+
+# curl, openssl and ss, from Debian's packages, when any is missing.
+prereqs:
+	hack/install-prereqs.sh
 
 cluster-up:
 	hack/cluster-up.sh
@@ -67,7 +71,7 @@ cluster-down:
 
 # The newcomer's path: a local cluster with the operator running as a
 # process (hack/local-up.sh), and a scripted elastic job on it.
-local-up: build
+local-up: build prereqs
 	hack/local-up.sh
 
 local-down:

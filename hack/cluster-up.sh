@@ -65,6 +65,9 @@ set -euo pipefail
 
 # shellcheck source=hack/lib/local-cluster.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/local-cluster.sh"
+# shellcheck source=hack/lib/prereqs.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/prereqs.sh"
+require_commands curl openssl setsid flock
 
 SERVICE_CLUSTER_IP_RANGE="${SERVICE_CLUSTER_IP_RANGE:-10.96.0.0/16}"
 KWOK_NODES="${KWOK_NODES:-2}"
@@ -123,15 +126,7 @@ if ${any_recorded}; then
 fi
 
 # ---------------------------------------------------------------------------
-# Tools and binaries.
-if ! command -v openssl >/dev/null; then
-  log "openssl is missing: installing it"
-  apt-get update -qq && apt-get install -y -qq openssl >/dev/null
-fi
-for t in curl flock setsid; do
-  command -v "${t}" >/dev/null || { log "${t} is required"; exit 1; }
-done
-
+# Binaries (the commands are checked at the top).
 TESTBIN_DIR="$("${ROOT}/hack/testbin.sh" | tail -n1)"
 BIN="${TESTBIN_DIR}/bin"
 KUBECTL="${BIN}/kubectl"

@@ -25,6 +25,9 @@ set -euo pipefail
 
 # shellcheck source=hack/lib/demo.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/demo.sh"
+# shellcheck source=hack/lib/prereqs.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/prereqs.sh"
+require_commands curl ss setsid
 read -r -a OPERATOR_EXTRA <<<"${OPERATOR_ARGS:-}"
 export KWOK_NODES="${KWOK_NODES:-4}"
 START=${SECONDS}

@@ -26,6 +26,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=hack/lib/versions.sh
 source "${ROOT}/hack/lib/versions.sh"
+# shellcheck source=hack/lib/prereqs.sh
+source "${ROOT}/hack/lib/prereqs.sh"
+require_commands flock
 
 if [[ "${1:-}" == "--print-dir" ]]; then
   echo "${TESTBIN_DIR}"
