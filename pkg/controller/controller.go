@@ -68,6 +68,9 @@ type MPIJobController struct {
 	recorder     record.EventRecorder
 	clock        clock.Clock
 	expectations *podExpectations
+	// health tracks the progress of Run and of the main queue's syncs for
+	// /healthz (health.go).
+	health *health
 
 	// runningSince remembers when the controller saw each worker turn
 	// Running, for the discovery latency histogram only.
@@ -131,6 +134,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		clock:        clk,
 		expectations: newPodExpectations(clk),
 	}
+	c.health = newHealth(clk, c.queue.Len)
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueJob,
@@ -180,11 +184,13 @@ func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
 	defer c.queue.ShutDown()
 	defer c.discoveryQueue.ShutDown()
 	logger := klog.FromContext(ctx)
+	c.health.starting(threadiness)
 
 	logger.Info("Waiting for informer caches to sync")
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
 		return fmt.Errorf("informer caches did not sync")
 	}
+	c.health.cachesSynced()
 	logger.Info("Starting workers", "count", threadiness)
 	var wg sync.WaitGroup
 	for range threadiness {
@@ -212,6 +218,9 @@ func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	// The argument is evaluated now: the sync's start is recorded here and
+	// its end when this function returns.
+	defer c.health.syncFinished(c.health.syncStarted())
 
 	logger := klog.FromContext(ctx).WithValues("mpijob", key)
 	ctx = klog.NewContext(ctx, logger)

@@ -98,8 +98,8 @@ var klogFlags = sync.OnceValue(func() *goflag.FlagSet {
 	return fs
 })
 
-// AddFlags registers the operator's flags, and klog's (-v, --vmodule, ...),
-// on fs.
+// AddFlags registers the operator's flags, klog's (-v, --vmodule, ...) and
+// the obsolete flags of upstream's operator on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeConfig, "kubeConfig", o.KubeConfig,
 		"Path to a kubeconfig. Only needed out of cluster. The "+EnvKubeConfig+" environment variable, when set, takes precedence.")
@@ -128,6 +128,84 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Run the controller only while holding the leader Lease, so several replicas can run safely. Turn off only for a single replica.")
 	fs.AddGoFlagSet(klogFlags())
+	addObsoleteFlags(fs)
+}
+
+// slotsIgnored explains why upstream's per-node resource flags are ignored.
+const slotsIgnored = "it is ignored: the slots of each worker come from the MPIJob's spec.slotsPerWorker, " +
+	"and its resources from the worker's pod template"
+
+// addObsoleteFlags registers the flags of upstream's v1 operator and Helm
+// chart that this operator has no use for. Manifests written for upstream
+// still pass them, so they are accepted rather than fatal; pflag hides them
+// from the usage and prints their deprecation message when they are used.
+func addObsoleteFlags(fs *pflag.FlagSet) {
+	fs.Int("gpus-per-node", 0, "Obsolete; ignored.")
+	fs.Int("processing-units-per-node", 0, "Obsolete; ignored.")
+	fs.String("processing-resource-type", "", "Obsolete; ignored.")
+	fs.Bool("enable-gang-scheduling", false, "Obsolete; ignored.")
+	for name, why := range map[string]string{
+		"gpus-per-node":             slotsIgnored,
+		"processing-units-per-node": slotsIgnored,
+		"processing-resource-type":  slotsIgnored,
+		"enable-gang-scheduling":    "it is ignored: use --gang-scheduling=<scheduler name> (e.g. --gang-scheduling=volcano) to turn gang scheduling on",
+	} {
+		// MarkDeprecated fails only for an unknown name or an empty message.
+		_ = fs.MarkDeprecated(name, why)
+	}
+}
+
+// goStyleArgs rewrites the single-dash long flags of Go's flag package
+// (-alsologtostderr, -threadiness=2, -threadiness 2) into pflag's
+// double-dash form. Upstream's operator parsed its flags with Go's flag
+// package, and manifests written for it pass such arguments, which pflag
+// would otherwise read as a group of one-letter shorthands. An unknown name
+// is rewritten too, so that pflag reports it as an unknown flag by its name.
+//
+// One-letter flags (-v 4, -v=4) are pflag shorthands already and stay as
+// they are; so do combined shorthands, which Go's flag package does not
+// have either. The value that follows a flag needing one is copied
+// untouched, even when it starts with a dash, and so is everything after
+// a "--" terminator.
+func goStyleArgs(fs *pflag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(arg) < 2 || arg[0] != '-' {
+			out = append(out, arg) // a positional argument, or "-"
+			continue
+		}
+		spec, long := strings.CutPrefix(arg, "--")
+		if !long {
+			spec = arg[1:]
+		}
+		name, _, hasValue := strings.Cut(spec, "=")
+		if !long && len(name) > 1 {
+			arg, long = "-"+arg, true
+		}
+		out = append(out, arg)
+		if !hasValue && needsValue(fs, name, long) && i+1 < len(args) {
+			i++
+			out = append(out, args[i])
+		}
+	}
+	return out
+}
+
+// needsValue tells whether the flag takes the next argument as its value
+// when it is given without "=": every known flag but the booleans.
+func needsValue(fs *pflag.FlagSet, name string, long bool) bool {
+	var f *pflag.Flag
+	switch {
+	case long:
+		f = fs.Lookup(name)
+	case len(name) == 1:
+		f = fs.ShorthandLookup(name)
+	}
+	return f != nil && f.NoOptDefVal == ""
 }
 
 // Complete fills in values that come from the environment after parsing:
@@ -177,7 +255,9 @@ func (o *Options) Validate() error {
 }
 
 // ParseArgs builds Options from the command-line arguments (without the
-// program name) and the environment. It does not validate them, so that
+// program name) and the environment. Every long flag may be given with one
+// dash or two, as Go's flag package allows, so that command lines written
+// for upstream's operator keep working. It does not validate them, so that
 // --version and --help work whatever else is on the command line. The
 // returned error is pflag.ErrHelp when help was asked for; the usage, or
 // the parse error, has then been written to output.
@@ -186,7 +266,7 @@ func ParseArgs(args []string, output io.Writer) (*Options, error) {
 	fs := pflag.NewFlagSet("mpi-operator", pflag.ContinueOnError)
 	fs.SetOutput(output)
 	o.AddFlags(fs)
-	err := fs.Parse(args)
+	err := fs.Parse(goStyleArgs(fs, args))
 	if err == nil && fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected arguments %q: mpi-operator takes only flags", fs.Args())
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,22 +12,56 @@ import (
 	"k8s.io/klog/v2"
 )
 
-func TestParseArgs(t *testing.T) {
-	defaults := Options{
-		Threadiness:          2,
-		KubectlDeliveryImage: "mpioperator/kubectl-delivery:latest",
-		LockNamespace:        "mpi-operator",
-		QPS:                  200,
-		Burst:                400,
-		RefreshLauncher:      true,
-		LeaderElect:          true,
-	}
-	with := func(change func(o *Options)) Options {
-		o := defaults
-		change(&o)
-		return o
-	}
+// defaults are the Options without flags or environment.
+var defaults = Options{
+	Threadiness:          2,
+	KubectlDeliveryImage: "mpioperator/kubectl-delivery:latest",
+	LockNamespace:        "mpi-operator",
+	QPS:                  200,
+	Burst:                400,
+	RefreshLauncher:      true,
+	LeaderElect:          true,
+}
 
+// with returns the defaults after change.
+func with(change func(o *Options)) Options {
+	o := defaults
+	change(&o)
+	return o
+}
+
+// parseClean parses args with an empty environment and fails the test on an
+// error; it returns the Options and what the parse wrote for the user.
+func parseClean(t *testing.T, args []string) (Options, string) {
+	t.Helper()
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBEFLOW_NAMESPACE", "")
+	var out strings.Builder
+	got, err := ParseArgs(args, &out)
+	if err != nil {
+		t.Fatalf("ParseArgs(%q): %v\noutput: %s", args, err, out.String())
+	}
+	return *got, out.String()
+}
+
+// klogFlag reads one of klog's process-wide flags, and restores its value
+// when the test ends.
+func klogFlag(t *testing.T, name string) string {
+	t.Helper()
+	f := klogFlags().Lookup(name)
+	if f == nil {
+		t.Fatalf("klog has no flag %q", name)
+	}
+	v := f.Value.String()
+	t.Cleanup(func() {
+		if err := f.Value.Set(f.DefValue); err != nil {
+			t.Errorf("restoring klog's -%s: %v", name, err)
+		}
+	})
+	return v
+}
+
+func TestParseArgs(t *testing.T) {
 	cases := []struct {
 		name string
 		args []string
@@ -106,6 +141,11 @@ func TestParseArgs(t *testing.T) {
 			args: []string{"-v=0", "--vmodule=", "--logtostderr=true"},
 			want: defaults,
 		},
+		{
+			name: "klog flags with one dash",
+			args: []string{"-vmodule=", "-logtostderr", "-add_dir_header=false", "-log_file_max_size", "1800"},
+			want: defaults,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,17 +165,264 @@ func TestParseArgs(t *testing.T) {
 	}
 }
 
+// TestParseArgsVerbosity checks klog's one-letter -v, which pflag takes
+// both as the shorthand -v and as the long flag --v.
 func TestParseArgsVerbosity(t *testing.T) {
-	t.Cleanup(func() {
-		if _, err := ParseArgs([]string{"-v=0"}, io.Discard); err != nil {
-			t.Errorf("resetting -v: %v", err)
-		}
-	})
-	if _, err := ParseArgs([]string{"-v=4"}, io.Discard); err != nil {
-		t.Fatalf("ParseArgs(-v=4): %v", err)
+	for _, args := range [][]string{
+		{"-v=4"},
+		{"-v", "4"},
+		{"--v=4"},
+		{"--v", "4"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			parseClean(t, args)
+			if got := klogFlag(t, "v"); got != "4" {
+				t.Errorf("ParseArgs(%q) set -v to %s, want 4", args, got)
+			}
+			if !klog.V(4).Enabled() {
+				t.Errorf("ParseArgs(%q) did not raise klog's verbosity", args)
+			}
+		})
 	}
-	if !klog.V(4).Enabled() {
-		t.Error("-v=4 did not raise klog's verbosity")
+}
+
+// TestParseArgsUpstreamCommandLines parses the arguments that upstream's
+// manifests and Helm chart pass to its v1 operator, which used Go's flag
+// package.
+func TestParseArgsUpstreamCommandLines(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want Options
+		// warnings are the deprecation warnings the parse must print.
+		warnings []string
+	}{
+		{
+			name: "deploy/v1",
+			args: []string{"-alsologtostderr", "--kubectl-delivery-image", "mpioperator/kubectl-delivery:latest",
+				"--namespace", "mpi-operator", "--lock-namespace", "mpi-operator"},
+			want: with(func(o *Options) { o.Namespace = "mpi-operator" }),
+		},
+		{
+			name: "kustomize",
+			args: []string{"-alsologtostderr", "--lock-namespace", "mpi-operator"},
+			want: defaults,
+		},
+		{
+			name: "kustomize, lock namespace with =",
+			args: []string{"-alsologtostderr", "--lock-namespace=mpi-operator"},
+			want: defaults,
+		},
+		{
+			name: "Helm chart",
+			args: []string{"-alsologtostderr", "--gpus-per-node", "8", "-threadiness", "2",
+				"--kubectl-delivery-image", "registry.local/kubectl-delivery:0.3.0"},
+			want: with(func(o *Options) {
+				o.Threadiness = 2
+				o.KubectlDeliveryImage = "registry.local/kubectl-delivery:0.3.0"
+			}),
+			warnings: []string{"Flag --gpus-per-node has been deprecated, it is ignored"},
+		},
+		{
+			name: "Helm chart, other values",
+			args: []string{"-alsologtostderr", "--gpus-per-node", "1", "-threadiness", "16",
+				"--kubectl-delivery-image", "mpioperator/kubectl-delivery:latest", "--lock-namespace", "kubeflow"},
+			want: with(func(o *Options) {
+				o.Threadiness = 16
+				o.LockNamespace = "kubeflow"
+			}),
+			warnings: []string{"Flag --gpus-per-node has been deprecated, it is ignored"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, out := parseClean(t, tc.args)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ParseArgs(%q)\n got: %+v\nwant: %+v", tc.args, got, tc.want)
+			}
+			if v := klogFlag(t, "alsologtostderr"); v != "true" {
+				t.Errorf("ParseArgs(%q) left klog's -alsologtostderr at %s, want true", tc.args, v)
+			}
+			for _, w := range tc.warnings {
+				if !strings.Contains(out, w) {
+					t.Errorf("ParseArgs(%q) printed %q, want it to contain %q", tc.args, out, w)
+				}
+			}
+			if len(tc.warnings) == 0 && out != "" {
+				t.Errorf("ParseArgs(%q) printed %q, want nothing", tc.args, out)
+			}
+			if err := got.Validate(); err != nil {
+				t.Errorf("ParseArgs(%q) gave invalid options: %v", tc.args, err)
+			}
+		})
+	}
+}
+
+// TestParseArgsDashStyles gives each of the operator's flags in every form
+// Go's flag package accepts, plus pflag's.
+func TestParseArgsDashStyles(t *testing.T) {
+	valued := []struct {
+		flag, value string
+		want        func(o *Options)
+	}{
+		{"kubeConfig", "/flag/config", func(o *Options) { o.KubeConfig = "/flag/config" }},
+		{"master", "https://10.0.0.1:6443", func(o *Options) { o.MasterURL = "https://10.0.0.1:6443" }},
+		{"namespace", "ml", func(o *Options) { o.Namespace = "ml" }},
+		{"threadiness", "8", func(o *Options) { o.Threadiness = 8 }},
+		{"kubectl-delivery-image", "registry.local/kd:v1", func(o *Options) { o.KubectlDeliveryImage = "registry.local/kd:v1" }},
+		{"gang-scheduling", "volcano", func(o *Options) { o.GangSchedulerName = "volcano" }},
+		{"monitoring-port", "8080", func(o *Options) { o.MonitoringPort = 8080 }},
+		{"lock-namespace", "kubeflow", func(o *Options) { o.LockNamespace = "kubeflow" }},
+		{"kube-api-qps", "5", func(o *Options) { o.QPS = 5 }},
+		{"kube-api-burst", "10", func(o *Options) { o.Burst = 10 }},
+	}
+	type form struct {
+		args []string
+		want Options
+	}
+	var forms []form
+	for _, v := range valued {
+		want := with(v.want)
+		for _, dashes := range []string{"-", "--"} {
+			forms = append(forms,
+				form{[]string{dashes + v.flag + "=" + v.value}, want},
+				form{[]string{dashes + v.flag, v.value}, want})
+		}
+	}
+	booleans := []struct {
+		flag string
+		set  func(o *Options, v bool)
+	}{
+		{"version", func(o *Options, v bool) { o.PrintVersion = v }},
+		{"refresh-launcher", func(o *Options, v bool) { o.RefreshLauncher = v }},
+		{"leader-elect", func(o *Options, v bool) { o.LeaderElect = v }},
+	}
+	for _, b := range booleans {
+		on := with(func(o *Options) { b.set(o, true) })
+		off := with(func(o *Options) { b.set(o, false) })
+		for _, dashes := range []string{"-", "--"} {
+			forms = append(forms,
+				form{[]string{dashes + b.flag}, on},
+				form{[]string{dashes + b.flag + "=true"}, on},
+				form{[]string{dashes + b.flag + "=false"}, off})
+		}
+	}
+	for _, f := range forms {
+		t.Run(strings.Join(f.args, " "), func(t *testing.T) {
+			got, _ := parseClean(t, f.args)
+			if !reflect.DeepEqual(got, f.want) {
+				t.Errorf("ParseArgs(%q)\n got: %+v\nwant: %+v", f.args, got, f.want)
+			}
+		})
+	}
+}
+
+// TestParseArgsObsoleteFlags passes the flags of upstream's operator that
+// this one ignores: each is accepted, changes nothing and is warned about.
+func TestParseArgsObsoleteFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--gpus-per-node", "8"}, "Flag --gpus-per-node has been deprecated, it is ignored: the slots of each worker come from the MPIJob's spec.slotsPerWorker"},
+		{[]string{"-gpus-per-node=4"}, "Flag --gpus-per-node has been deprecated, it is ignored"},
+		{[]string{"--processing-units-per-node=2"}, "Flag --processing-units-per-node has been deprecated, it is ignored: the slots of each worker come from the MPIJob's spec.slotsPerWorker"},
+		{[]string{"-processing-units-per-node", "2"}, "Flag --processing-units-per-node has been deprecated, it is ignored"},
+		{[]string{"--processing-resource-type", "nvidia.com/gpu"}, "Flag --processing-resource-type has been deprecated, it is ignored"},
+		{[]string{"-processing-resource-type=cpu"}, "Flag --processing-resource-type has been deprecated, it is ignored"},
+		{[]string{"--enable-gang-scheduling"}, "Flag --enable-gang-scheduling has been deprecated, it is ignored: use --gang-scheduling=<scheduler name>"},
+		{[]string{"-enable-gang-scheduling=false"}, "Flag --enable-gang-scheduling has been deprecated, it is ignored: use --gang-scheduling"},
+		// A boolean takes no separate value: the namespace stays a flag.
+		{[]string{"-enable-gang-scheduling", "-namespace=ml"}, "Flag --enable-gang-scheduling has been deprecated"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			got, out := parseClean(t, tc.args)
+			want := defaults
+			if slices.Contains(tc.args, "-namespace=ml") {
+				want.Namespace = "ml"
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("ParseArgs(%q)\n got: %+v\nwant: %+v", tc.args, got, want)
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("ParseArgs(%q) printed %q, want it to contain %q", tc.args, out, tc.want)
+			}
+		})
+	}
+}
+
+func TestGoStyleArgs(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{name: "nothing", args: nil, want: []string{}},
+		{
+			name: "single-dash long flags become double-dash",
+			args: []string{"-alsologtostderr", "-threadiness", "2", "-namespace=ml"},
+			want: []string{"--alsologtostderr", "--threadiness", "2", "--namespace=ml"},
+		},
+		{
+			name: "double-dash flags stay",
+			args: []string{"--alsologtostderr", "--threadiness", "2", "--namespace=ml"},
+			want: []string{"--alsologtostderr", "--threadiness", "2", "--namespace=ml"},
+		},
+		{
+			name: "one-letter shorthands stay",
+			args: []string{"-v", "4", "-v=2", "-h"},
+			want: []string{"-v", "4", "-v=2", "-h"},
+		},
+		{
+			name: "the value of a flag is never rewritten",
+			args: []string{"--namespace", "-x", "-kubeConfig", "-config", "-v", "-vmodule"},
+			want: []string{"--namespace", "-x", "--kubeConfig", "-config", "-v", "-vmodule"},
+		},
+		{
+			name: "a boolean takes no separate value",
+			args: []string{"-leader-elect", "-lock-namespace", "kubeflow"},
+			want: []string{"--leader-elect", "--lock-namespace", "kubeflow"},
+		},
+		{
+			name: "a value after = leaves the next argument alone",
+			args: []string{"-namespace=ml", "-threadiness", "3"},
+			want: []string{"--namespace=ml", "--threadiness", "3"},
+		},
+		{
+			name: "a flag needing a value at the end",
+			args: []string{"-namespace"},
+			want: []string{"--namespace"},
+		},
+		{
+			name: "unknown names are rewritten too, and take no value",
+			args: []string{"-no-such-flag", "-threadiness=2"},
+			want: []string{"--no-such-flag", "--threadiness=2"},
+		},
+		{
+			name: "positional arguments and a lone dash stay",
+			args: []string{"extra", "-", "-threadiness=2"},
+			want: []string{"extra", "-", "--threadiness=2"},
+		},
+		{
+			name: "nothing after the terminator changes",
+			args: []string{"-threadiness=2", "--", "-namespace", "ml"},
+			want: []string{"--threadiness=2", "--", "-namespace", "ml"},
+		},
+		{
+			name: "a terminator given as a value is a value",
+			args: []string{"-namespace", "--", "-threadiness=2"},
+			want: []string{"--namespace", "--", "--threadiness=2"},
+		},
+	}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	NewOptions().AddFlags(fs)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := goStyleArgs(fs, tc.args); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("goStyleArgs(%q) = %q, want %q", tc.args, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -146,7 +433,14 @@ func TestParseArgsErrors(t *testing.T) {
 		want    string
 		wantErr error
 	}{
-		{name: "unknown flag", args: []string{"--no-such-flag"}, want: "unknown flag"},
+		{name: "unknown flag", args: []string{"--no-such-flag"}, want: "unknown flag: --no-such-flag"},
+		{name: "unknown single-dash flag", args: []string{"-no-such-flag"}, want: "unknown flag: --no-such-flag"},
+		{name: "unknown single-dash flag with a value", args: []string{"-no-such-flag=3"}, want: "unknown flag: --no-such-flag"},
+		{name: "unknown shorthand", args: []string{"-x"}, want: "unknown shorthand flag: 'x'"},
+		{name: "a boolean takes no separate value", args: []string{"-leader-elect", "false"}, want: "unexpected arguments"},
+		{name: "flags after the terminator", args: []string{"--", "-threadiness=2"}, want: "unexpected arguments"},
+		{name: "missing value", args: []string{"-namespace"}, want: "flag needs an argument: --namespace"},
+		{name: "single-dash value not a number", args: []string{"-threadiness", "many"}, want: "threadiness"},
 		{name: "not a number", args: []string{"--threadiness=many"}, want: "threadiness"},
 		{name: "positional argument", args: []string{"extra"}, want: "unexpected arguments"},
 		{name: "help", args: []string{"--help"}, wantErr: pflag.ErrHelp},
@@ -167,22 +461,33 @@ func TestParseArgsErrors(t *testing.T) {
 			if out.Len() == 0 {
 				t.Errorf("ParseArgs(%q) wrote nothing for the user", tc.args)
 			}
+			if tc.want != "" && !strings.Contains(out.String(), tc.want) {
+				t.Errorf("ParseArgs(%q) printed %q, want it to mention %q", tc.args, out.String(), tc.want)
+			}
 		})
 	}
 }
 
 func TestHelpListsFlags(t *testing.T) {
-	var out strings.Builder
-	if _, err := ParseArgs([]string{"--help"}, &out); !errors.Is(err, pflag.ErrHelp) {
-		t.Fatalf("--help: %v", err)
-	}
-	for _, flag := range []string{
-		"--kubeConfig", "--master", "--namespace", "--threadiness", "--kubectl-delivery-image",
-		"--gang-scheduling", "--monitoring-port", "--lock-namespace", "--kube-api-qps",
-		"--kube-api-burst", "--version", "--refresh-launcher", "--leader-elect", "-v, --v",
-	} {
-		if !strings.Contains(out.String(), flag) {
-			t.Errorf("usage does not list %s", flag)
+	for _, help := range []string{"--help", "-help", "-h"} {
+		var out strings.Builder
+		if _, err := ParseArgs([]string{help}, &out); !errors.Is(err, pflag.ErrHelp) {
+			t.Fatalf("%s: %v", help, err)
+		}
+		for _, flag := range []string{
+			"--kubeConfig", "--master", "--namespace", "--threadiness", "--kubectl-delivery-image",
+			"--gang-scheduling", "--monitoring-port", "--lock-namespace", "--kube-api-qps",
+			"--kube-api-burst", "--version", "--refresh-launcher", "--leader-elect", "-v, --v",
+		} {
+			if !strings.Contains(out.String(), flag) {
+				t.Errorf("%s: usage does not list %s", help, flag)
+			}
+		}
+		// The obsolete flags work but are not advertised.
+		for _, flag := range []string{"gpus-per-node", "processing-units-per-node", "processing-resource-type", "enable-gang-scheduling"} {
+			if strings.Contains(out.String(), flag) {
+				t.Errorf("%s: usage lists the obsolete --%s", help, flag)
+			}
 		}
 	}
 }

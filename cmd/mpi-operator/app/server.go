@@ -120,8 +120,9 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 	}
 
+	running := &runningController{}
 	if opts.MonitoringPort > 0 {
-		mon, err := startMonitoring(fmt.Sprintf(":%d", opts.MonitoringPort), newMonitoringHandler())
+		mon, err := startMonitoring(fmt.Sprintf(":%d", opts.MonitoringPort), newMonitoringHandler(running))
 		if err != nil {
 			return err
 		}
@@ -129,7 +130,7 @@ func Run(ctx context.Context, opts *Options) error {
 		defer mon.Stop()
 	}
 
-	run := func(ctx context.Context) error { return runController(ctx, cs, opts) }
+	run := func(ctx context.Context) error { return runController(ctx, cs, opts, running) }
 
 	if !opts.LeaderElect {
 		klog.InfoS("Leader election is off; running the controller directly")
@@ -275,9 +276,10 @@ func checkPodGroupCRD(d discovery.DiscoveryInterface, scheduler string) error {
 	return nil
 }
 
-// runController runs the MPIJob controller until ctx is done. It returns nil
-// on a stop and an error when the controller fails or returns early.
-func runController(ctx context.Context, cs clients, o *Options) error {
+// runController runs the MPIJob controller until ctx is done, publishing it
+// in running meanwhile. It returns nil on a stop and an error when the
+// controller fails or returns early.
+func runController(ctx context.Context, cs clients, o *Options, running *runningController) error {
 	cfg := controller.Config{
 		Namespace:            o.Namespace,
 		KubectlDeliveryImage: o.KubectlDeliveryImage,
@@ -299,6 +301,8 @@ func runController(ctx context.Context, cs clients, o *Options) error {
 		inf.Shutdown()
 	}()
 	c := controller.NewMPIJobController(ctx, cs.kube, cs.mpi, vc, inf, cfg)
+	running.set(c)
+	defer running.clear()
 	inf.Start(infCtx.Done())
 	err := c.Run(ctx, o.Threadiness)
 	if ctx.Err() != nil {
@@ -314,10 +318,40 @@ func runController(ctx context.Context, cs clients, o *Options) error {
 	return errors.New("the MPIJob controller stopped unexpectedly")
 }
 
+// healthChecker is what /healthz asks of the controller.
+type healthChecker interface {
+	// Healthy returns nil, or a one-line reason why the controller is stuck.
+	Healthy() error
+}
+
+// runningController holds the controller this replica runs, if any, for
+// /healthz. The monitoring server outlives the controllers: with leader
+// election a replica may run one after another, each time it leads.
+type runningController struct {
+	current atomic.Pointer[healthChecker]
+}
+
+// set publishes c as the running controller.
+func (r *runningController) set(c healthChecker) { r.current.Store(&c) }
+
+// clear records that no controller runs.
+func (r *runningController) clear() { r.current.Store(nil) }
+
+// healthy asks the running controller. With none running, the replica
+// stands by for the leader Lease or is starting, and is healthy.
+func (r *runningController) healthy() error {
+	if c := r.current.Load(); c != nil {
+		return (*c).Healthy()
+	}
+	return nil
+}
+
 // newMonitoringHandler serves /metrics from a registry of its own (the
 // operator's metrics plus the Go runtime and process collectors) and
-// /healthz, which answers "ok" while the process serves requests.
-func newMonitoringHandler() http.Handler {
+// /healthz. /healthz answers 200 "ok" unless the running controller is
+// stuck, when it answers 500 with the reason, so that a liveness probe
+// restarts the operator.
+func newMonitoringHandler(running *runningController) http.Handler {
 	reg := prometheus.NewRegistry()
 	metrics.Register(reg)
 	reg.MustRegister(
@@ -328,6 +362,12 @@ func newMonitoringHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := running.healthy(); err != nil {
+			klog.ErrorS(err, "Answering /healthz with a failure")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, err.Error())
+			return
+		}
 		_, _ = io.WriteString(w, "ok")
 	})
 	return mux

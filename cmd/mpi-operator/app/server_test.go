@@ -23,6 +23,8 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	mpifake "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/fake"
 )
 
 // waitFor bounds every wait of these tests; the happy paths take
@@ -243,7 +245,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestMonitoringServer(t *testing.T) {
-	m, err := startMonitoring("127.0.0.1:0", newMonitoringHandler())
+	m, err := startMonitoring("127.0.0.1:0", newMonitoringHandler(&runningController{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,6 +274,86 @@ func TestMonitoringServer(t *testing.T) {
 	}
 }
 
+// fakeChecker is a controller whose health the test sets.
+type fakeChecker struct{ err error }
+
+func (f fakeChecker) Healthy() error { return f.err }
+
+func TestHealthz(t *testing.T) {
+	stuck := fakeChecker{errors.New("a sync of an MPIJob has been running for 3m1s (limit 3m0s)")}
+	cases := []struct {
+		name     string
+		running  func(r *runningController)
+		wantCode int
+		wantBody string
+	}{
+		{name: "no controller running", running: func(*runningController) {}, wantCode: http.StatusOK, wantBody: "ok"},
+		{name: "healthy controller", running: func(r *runningController) { r.set(fakeChecker{}) }, wantCode: http.StatusOK, wantBody: "ok"},
+		{
+			name:     "stuck controller",
+			running:  func(r *runningController) { r.set(stuck) },
+			wantCode: http.StatusInternalServerError,
+			wantBody: "a sync of an MPIJob has been running for 3m1s (limit 3m0s)",
+		},
+		{
+			name:     "stuck controller gone",
+			running:  func(r *runningController) { r.set(stuck); r.clear() },
+			wantCode: http.StatusOK,
+			wantBody: "ok",
+		},
+		{
+			name:     "a new controller replaces a stuck one",
+			running:  func(r *runningController) { r.set(stuck); r.set(fakeChecker{}) },
+			wantCode: http.StatusOK,
+			wantBody: "ok",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &runningController{}
+			tc.running(r)
+			rec := httptest.NewRecorder()
+			newMonitoringHandler(r).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+			if rec.Code != tc.wantCode || rec.Body.String() != tc.wantBody {
+				t.Errorf("/healthz = %d %q, want %d %q", rec.Code, rec.Body.String(), tc.wantCode, tc.wantBody)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "text/plain; charset=utf-8" {
+				t.Errorf("Content-Type = %q, want text/plain", ct)
+			}
+		})
+	}
+}
+
+// TestRunControllerPublishesItsHealth runs the controller on fake clients:
+// /healthz asks it while it runs, and nothing once it has returned.
+func TestRunControllerPublishesItsHealth(t *testing.T) {
+	t.Setenv("KUBEFLOW_NAMESPACE", "")
+	cs := clients{kube: kubefake.NewClientset(), events: kubefake.NewClientset(), mpi: mpifake.NewSimpleClientset()}
+	running := &runningController{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- runController(ctx, cs, NewOptions(), running) }()
+
+	deadline := time.Now().Add(waitFor)
+	for running.current.Load() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("runController did not publish its controller")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := running.healthy(); err != nil {
+		t.Errorf("healthy() of a running controller = %v, want nil", err)
+	}
+	cancel()
+	if err := waitErr(t, done, "runController to return"); err != nil {
+		t.Errorf("runController() = %v after a stop, want nil", err)
+	}
+	if running.current.Load() != nil {
+		t.Error("the stopped controller is still published")
+	}
+}
+
 func TestMonitoringPortInUse(t *testing.T) {
 	m, err := startMonitoring("127.0.0.1:0", http.NotFoundHandler())
 	if err != nil {
@@ -288,7 +370,7 @@ func TestMonitoringPortInUse(t *testing.T) {
 func isLeaderGauge(t *testing.T) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	newMonitoringHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	newMonitoringHandler(&runningController{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	sc := bufio.NewScanner(rec.Body)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "mpi_operator_is_leader "); ok {
