@@ -56,8 +56,12 @@ echo "controller-gen ${CONTROLLER_TOOLS_VERSION}: CRD"
 crd_tmp=$(mktemp -d)
 trap 'rm -rf "${crd_tmp}"' EXIT
 go run "sigs.k8s.io/controller-tools/cmd/controller-gen@${CONTROLLER_TOOLS_VERSION}" \
-  crd paths=./pkg/apis/... output:crd:dir="${crd_tmp}"
-# The pod templates carry the whole core/v1 PodSpec documentation; without it
-# the CRD fits in the last-applied annotation of a client-side kubectl apply.
+  crd:generateEmbeddedObjectMeta=true paths=./pkg/apis/... output:crd:dir="${crd_tmp}"
+# generateEmbeddedObjectMeta declares the pod templates' labels and
+# annotations, which the API server would otherwise prune (or a strict
+# create refuse). The pod templates carry the whole core/v1 PodSpec
+# documentation; without it the CRD fits in the last-applied annotation of a
+# client-side kubectl apply. crdtrim also lists the versions upstream
+# installs stored objects in (see hack/crdtrim).
 go run ./hack/crdtrim < "${crd_tmp}/kubeflow.org_mpijobs.yaml" > manifests/base/crd.yaml
 echo "done"

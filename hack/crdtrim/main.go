@@ -9,7 +9,16 @@
 //   - the pod templates lose their descriptions. Those come from core/v1 and
 //     make up most of the file, which would otherwise not fit the
 //     last-applied annotation of a client-side kubectl apply; the
-//     descriptions of the MPIJob's own fields stay.
+//     descriptions of the MPIJob's own fields stay;
+//   - the versions that upstream installs served (v1alpha2, v2beta1) are
+//     listed as deprecated, not the storage version, with a schema that
+//     keeps whatever their objects hold. The API server refuses a CRD
+//     update that drops a version still named in status.storedVersions, so
+//     without them the CRD would not apply over such an install. They stay
+//     served because the children of those objects name their owner
+//     through them: the garbage collector looks the owner up through that
+//     version, and a version that is not served reads as an owner that is
+//     gone, whose pods it deletes.
 package main
 
 import (
@@ -50,12 +59,43 @@ func run(in io.Reader, out io.Writer) error {
 			return err
 		}
 	}
+	for _, name := range legacyVersions {
+		versions = append(versions, legacyVersion(name))
+	}
+	crd["spec"].(map[string]any)["versions"] = versions
 	trimmed, err := yaml.Marshal(crd)
 	if err != nil {
 		return err
 	}
 	_, err = out.Write(append([]byte("---\n"), trimmed...))
 	return err
+}
+
+// legacyVersions are the versions of upstream installs whose objects, and
+// their children's owner references, may still be in a cluster; see
+// legacyVersion.
+var legacyVersions = []string{"v1alpha2", "v2beta1"}
+
+// legacyVersion serves a version of upstream's only so that objects of an
+// upstream install, and their children, survive this CRD: deprecated, not
+// the storage version, with a status subresource and a schema that keeps
+// whatever those objects hold. This operator runs v1 jobs only.
+func legacyVersion(name string) map[string]any {
+	return map[string]any{
+		"name":       name,
+		"served":     true,
+		"storage":    false,
+		"deprecated": true,
+		"deprecationWarning": "kubeflow.org/" + name + " MPIJob is served only to keep the jobs of an upstream install; " +
+			"the mpi-operator of this installation runs kubeflow.org/v1 MPIJobs and leaves " + name + " ones alone",
+		"subresources": map[string]any{"status": map[string]any{}},
+		"schema": map[string]any{
+			"openAPIV3Schema": map[string]any{
+				"type":                                 "object",
+				"x-kubernetes-preserve-unknown-fields": true,
+			},
+		},
+	}
 }
 
 // replicaDescriptions describe the two replica types.

@@ -93,6 +93,32 @@ func TestRun(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mpiReplicaSpecs schema (-want +got):\n%s", diff)
 	}
+
+	// The versions of upstream installs follow, served (their objects'
+	// children name their owner through them) and deprecated.
+	versions := dig(crd, "spec", "versions").([]any)
+	var names []string
+	for _, v := range versions {
+		names = append(names, dig(v, "name").(string))
+	}
+	if diff := cmp.Diff([]string{"v1", "v1alpha2", "v2beta1"}, names); diff != "" {
+		t.Errorf("versions (-want +got):\n%s", diff)
+	}
+	for _, v := range versions[1:] {
+		name := dig(v, "name").(string)
+		wantVersion := map[string]any{
+			"name": name, "served": true, "storage": false, "deprecated": true,
+			"deprecationWarning": "kubeflow.org/" + name + " MPIJob is served only to keep the jobs of an upstream install; " +
+				"the mpi-operator of this installation runs kubeflow.org/v1 MPIJobs and leaves " + name + " ones alone",
+			"subresources": map[string]any{"status": map[string]any{}},
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{
+				"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+			}},
+		}
+		if diff := cmp.Diff(wantVersion, v); diff != "" {
+			t.Errorf("legacy version (-want +got):\n%s", diff)
+		}
+	}
 }
 
 func TestRunRejectsUnexpectedInput(t *testing.T) {

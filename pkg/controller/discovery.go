@@ -123,7 +123,7 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 		return nil
 	}
 	shared, err := c.jobLister.MPIJobs(ns).Get(name)
-	if err != nil || shared.DeletionTimestamp != nil || isFinished(&shared.Status) {
+	if err != nil || shared.DeletionTimestamp != nil || isFinished(&shared.Status) || c.leaveForeignJob(shared, false) {
 		return nil
 	}
 	if c.expectations.changing(key) {

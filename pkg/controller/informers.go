@@ -56,7 +56,7 @@ func NewInformers(kubeClient kubernetes.Interface, mpiClient clientset.Interface
 	}
 	inf := &Informers{
 		jobs: mpiinformers.NewSharedInformerFactoryWithOptions(mpiClient, resyncNever,
-			mpiinformers.WithNamespace(cfg.Namespace), mpiinformers.WithTransform(trimManagedFields)),
+			mpiinformers.WithNamespace(cfg.Namespace), mpiinformers.WithTransform(trimJob)),
 		pods: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
 			withLabel(labelMPIJobName), informers.WithTransform(trimPod)),
 		labelled: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,

@@ -42,10 +42,11 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	if err != nil {
 		return 0, err
 	}
-	if shared.DeletionTimestamp != nil {
+	if shared.DeletionTimestamp != nil || c.leaveForeignJob(shared, true) {
 		return 0, nil
 	}
 	job := shared.DeepCopy()
+	job.ManagedFields = nil // what the cache kept of them is no request's business
 	kubeflow.SetDefaults_MPIJob(job)
 	initStatus(&job.Status)
 	now := metav1.NewTime(c.clock.Now())

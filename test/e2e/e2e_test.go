@@ -36,7 +36,6 @@ const (
 const (
 	jobNamespace      = "e2e"
 	operatorNamespace = "mpi-operator"
-	operatorSA        = "system:serviceaccount:mpi-operator:mpi-operator"
 	// piJob is the example that the suite finishes and deletes.
 	piJob = "pi"
 )
@@ -251,56 +250,7 @@ func (s *suite) install(t *testing.T) {
 // Step 2: run the operator as the ServiceAccount of the manifests.
 
 func (s *suite) startOperator(t *testing.T) {
-	token := strings.TrimSpace(mustKubectl(t, "-n", operatorNamespace, "create", "token", "mpi-operator", "--duration=2h"))
-	if token == "" {
-		t.Fatal("kubectl create token printed no token")
-	}
-
-	// The cluster's address and CA, from the admin kubeconfig.
-	var admin struct {
-		Clusters []struct {
-			Cluster struct {
-				Server string `json:"server"`
-				CAData string `json:"certificate-authority-data"`
-			} `json:"cluster"`
-		} `json:"clusters"`
-	}
-	r := kubectl("config", "view", "--raw", "--minify", "-o", "json")
-	if !r.ok() {
-		t.Fatalf("reading the admin kubeconfig\n%s", r)
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &admin); err != nil || len(admin.Clusters) != 1 {
-		t.Fatalf("decoding the admin kubeconfig (%v)\n%s", err, r)
-	}
-	cluster := admin.Clusters[0].Cluster
-	if cluster.Server == "" || cluster.CAData == "" {
-		t.Fatalf("the admin kubeconfig lacks the server or the CA data: %+v", cluster)
-	}
-	if _, err := base64.StdEncoding.DecodeString(cluster.CAData); err != nil {
-		t.Fatalf("the CA data of the admin kubeconfig is not base64: %v", err)
-	}
-	kubeconfig := map[string]any{
-		"apiVersion": "v1",
-		"kind":       "Config",
-		"clusters": []any{map[string]any{"name": "e2e", "cluster": map[string]any{
-			"server": cluster.Server, "certificate-authority-data": cluster.CAData,
-		}}},
-		"users":           []any{map[string]any{"name": "mpi-operator", "user": map[string]any{"token": token}}},
-		"contexts":        []any{map[string]any{"name": "e2e", "context": map[string]any{"cluster": "e2e", "user": "mpi-operator"}}},
-		"current-context": "e2e",
-	}
-	data, err := json.MarshalIndent(kubeconfig, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(env.localDir, "operator.kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	who := strings.TrimSpace(mustKubectl(t, "--kubeconfig", path, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"))
-	if who != operatorSA {
-		t.Fatalf("the operator's kubeconfig authenticates as %q, want %q", who, operatorSA)
-	}
+	path := operatorKubeconfig(t, operatorNamespace)
 
 	port := freePort(t)
 	logPath := filepath.Join(env.localDir, "operator.log")
@@ -861,4 +811,62 @@ func (s *suite) stopOperator(t *testing.T) {
 	if lines := s.op.errorLines(); len(lines) > 0 {
 		t.Errorf("the operator log %s shows errors:\n%s", s.op.logPath, strings.Join(lines, "\n"))
 	}
+}
+
+// operatorKubeconfig writes a kubeconfig for the mpi-operator
+// ServiceAccount of namespace, which the manifests bind to the operator's
+// ClusterRole, and returns its path.
+func operatorKubeconfig(t *testing.T, namespace string) string {
+	t.Helper()
+	token := strings.TrimSpace(mustKubectl(t, "-n", namespace, "create", "token", "mpi-operator", "--duration=2h"))
+	if token == "" {
+		t.Fatal("kubectl create token printed no token")
+	}
+
+	// The cluster's address and CA, from the admin kubeconfig.
+	var admin struct {
+		Clusters []struct {
+			Cluster struct {
+				Server string `json:"server"`
+				CAData string `json:"certificate-authority-data"`
+			} `json:"cluster"`
+		} `json:"clusters"`
+	}
+	r := kubectl("config", "view", "--raw", "--minify", "-o", "json")
+	if !r.ok() {
+		t.Fatalf("reading the admin kubeconfig\n%s", r)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &admin); err != nil || len(admin.Clusters) != 1 {
+		t.Fatalf("decoding the admin kubeconfig (%v)\n%s", err, r)
+	}
+	cluster := admin.Clusters[0].Cluster
+	if cluster.Server == "" || cluster.CAData == "" {
+		t.Fatalf("the admin kubeconfig lacks the server or the CA data: %+v", cluster)
+	}
+	if _, err := base64.StdEncoding.DecodeString(cluster.CAData); err != nil {
+		t.Fatalf("the CA data of the admin kubeconfig is not base64: %v", err)
+	}
+	kubeconfig := map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Config",
+		"clusters": []any{map[string]any{"name": "e2e", "cluster": map[string]any{
+			"server": cluster.Server, "certificate-authority-data": cluster.CAData,
+		}}},
+		"users":           []any{map[string]any{"name": "mpi-operator", "user": map[string]any{"token": token}}},
+		"contexts":        []any{map[string]any{"name": "e2e", "context": map[string]any{"cluster": "e2e", "user": "mpi-operator"}}},
+		"current-context": "e2e",
+	}
+	data, err := json.MarshalIndent(kubeconfig, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(env.localDir, "operator.kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	who := strings.TrimSpace(mustKubectl(t, "--kubeconfig", path, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"))
+	if want := "system:serviceaccount:" + namespace + ":mpi-operator"; who != want {
+		t.Fatalf("the operator's kubeconfig authenticates as %q, want %q", who, want)
+	}
+	return path
 }

@@ -82,6 +82,17 @@ func run(m *testing.M) (int, error) {
 	if err := os.MkdirAll(env.localDir, 0o755); err != nil {
 		return 0, err
 	}
+	// kubectl caches the API server's discovery by host and port, which
+	// every run of this suite shares; a cache of an earlier run (or of an
+	// earlier CRD of this one) names versions the server no longer serves.
+	cacheDir, err := os.MkdirTemp(env.localDir, "kubectl-cache-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(cacheDir)
+	if err := os.Setenv("KUBECACHEDIR", cacheDir); err != nil {
+		return 0, err
+	}
 
 	// Start from an empty cluster every time: cluster-up.sh reuses a cluster
 	// that is still up (say, from a run with KEEP_CLUSTER), and this suite

@@ -22,7 +22,7 @@ import (
 type operatorProc struct {
 	cmd     *exec.Cmd
 	logPath string
-	port    int // --monitoring-port
+	port    int // --monitoring-port; 0 when not served
 
 	done     chan struct{} // closed once the process has exited
 	mu       sync.Mutex
@@ -39,10 +39,6 @@ var currentOperator *operatorProc
 // environment: the first would win over --kubeConfig, the second would
 // narrow the namespaces it watches.
 func startOperator(kubeconfig, logPath string, port int, extraArgs ...string) (*operatorProc, error) {
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
 	args := []string{
 		"--kubeConfig", kubeconfig,
 		"--lock-namespace=mpi-operator",
@@ -50,7 +46,21 @@ func startOperator(kubeconfig, logPath string, port int, extraArgs ...string) (*
 		"--kubectl-delivery-image=mpioperator/kubectl-delivery:e2e",
 		"-v=2",
 	}
-	args = append(args, extraArgs...)
+	p, err := runOperator(logPath, append(args, extraArgs...), nil)
+	if p != nil {
+		p.port = port
+	}
+	return p, err
+}
+
+// runOperator starts the operator binary with exactly args, logging to
+// logPath. Its environment is the test's without KUBECONFIG and
+// KUBEFLOW_NAMESPACE, plus extraEnv (KEY=value).
+func runOperator(logPath string, args, extraEnv []string) (*operatorProc, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(env.operator, args...)
 	cmd.Dir = env.root
 	for _, kv := range os.Environ() {
@@ -59,6 +69,7 @@ func startOperator(kubeconfig, logPath string, port int, extraArgs ...string) (*
 		}
 		cmd.Env = append(cmd.Env, kv)
 	}
+	cmd.Env = append(cmd.Env, extraEnv...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	if err := cmd.Start(); err != nil {
@@ -66,7 +77,7 @@ func startOperator(kubeconfig, logPath string, port int, extraArgs ...string) (*
 		return nil, fmt.Errorf("starting %s: %w", commandLine(env.operator, args), err)
 	}
 	_ = os.WriteFile(operatorPIDFile(), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
-	p := &operatorProc{cmd: cmd, logPath: logPath, port: port, done: make(chan struct{}), exitCode: -1}
+	p := &operatorProc{cmd: cmd, logPath: logPath, done: make(chan struct{}), exitCode: -1}
 	go func() {
 		err := cmd.Wait()
 		logFile.Close()

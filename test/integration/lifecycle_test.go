@@ -262,3 +262,48 @@ func TestSameNameInTwoNamespaces(t *testing.T) {
 		t.Errorf("worker status in %s: %+v", nsA, got)
 	}
 }
+
+// TestTemplateMetadataReachesPods: labels and annotations of both pod
+// templates (an Istio opt-out on nearly every Kubeflow job) pass a strict
+// create, are stored, and are carried to every pod.
+func TestTemplateMetadataReachesPods(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, controller.Config{Namespace: ns})
+	job := newJob(ns, "meta", 2)
+	for rt, spec := range job.Spec.MPIReplicaSpecs {
+		spec.Template.Labels = map[string]string{"team": "vision", "role-label": string(rt)}
+		spec.Template.Annotations = map[string]string{"sidecar.istio.io/inject": "false"}
+	}
+	// kubectl create --validate=strict sends the same field validation.
+	created, err := env.mpi.KubeflowV1().MPIJobs(ns).Create(context.Background(), job,
+		metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+	if err != nil {
+		t.Fatalf("strict create of a job with template metadata: %v", err)
+	}
+	for rt, spec := range created.Spec.MPIReplicaSpecs {
+		want := map[string]string{"team": "vision", "role-label": string(rt)}
+		if diff := cmp.Diff(want, spec.Template.Labels); diff != "" {
+			t.Errorf("stored %s template labels (-want +got):\n%s", rt, diff)
+		}
+		if spec.Template.Annotations["sidecar.istio.io/inject"] != "false" {
+			t.Errorf("stored %s template annotations %v", rt, spec.Template.Annotations)
+		}
+	}
+	waitForRunning(t, ns, "meta-launcher")
+	for _, pod := range []string{"meta-launcher", "meta-worker-0", "meta-worker-1"} {
+		p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		role := map[string]string{"meta-launcher": "Launcher"}[pod]
+		if role == "" {
+			role = "Worker"
+		}
+		if p.Labels["team"] != "vision" || p.Labels["role-label"] != role || p.Labels["mpi-job-role"] == "" {
+			t.Errorf("pod %s labels %v: the template's and the job's labels expected", pod, p.Labels)
+		}
+		if p.Annotations["sidecar.istio.io/inject"] != "false" {
+			t.Errorf("pod %s annotations %v", pod, p.Annotations)
+		}
+	}
+}
