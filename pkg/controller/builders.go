@@ -197,25 +197,47 @@ func newLauncherRoleBinding(job *kubeflow.MPIJob) *rbacv1.RoleBinding {
 }
 
 // newPodGroup asks volcano to start at least minMember of the job's pods
-// together; the run policy's scheduling settings go with it.
+// together; the run policy's scheduling settings go with it. Where the
+// policy names no queue or priority class, the places the upstream operator
+// read them from still count: the job's volcano queue annotation, and the
+// launcher's (else the workers') priorityClassName.
 func newPodGroup(job *kubeflow.MPIJob, minMember int32) *volcanov1beta1.PodGroup {
 	pg := &volcanov1beta1.PodGroup{
 		ObjectMeta: objectMeta(job, job.Name, nil),
-		Spec:       volcanov1beta1.PodGroupSpec{MinMember: minMember},
+		Spec: volcanov1beta1.PodGroupSpec{
+			MinMember:         minMember,
+			Queue:             job.Annotations[volcanov1beta1.QueueNameAnnotationKey],
+			PriorityClassName: templatePriorityClass(job),
+		},
 	}
 	if rp := job.Spec.RunPolicy; rp != nil && rp.SchedulingPolicy != nil {
 		sp := rp.SchedulingPolicy
 		if sp.MinAvailable != nil {
 			pg.Spec.MinMember = *sp.MinAvailable
 		}
-		pg.Spec.Queue = sp.Queue
-		pg.Spec.PriorityClassName = sp.PriorityClass
+		if sp.Queue != "" {
+			pg.Spec.Queue = sp.Queue
+		}
+		if sp.PriorityClass != "" {
+			pg.Spec.PriorityClassName = sp.PriorityClass
+		}
 		if sp.MinResources != nil {
 			res := sp.MinResources.DeepCopy()
 			pg.Spec.MinResources = &res
 		}
 	}
 	return pg
+}
+
+// templatePriorityClass is the launcher template's priorityClassName, or
+// the workers' when the launcher has none.
+func templatePriorityClass(job *kubeflow.MPIJob) string {
+	for _, rt := range []common.ReplicaType{kubeflow.MPIReplicaTypeLauncher, kubeflow.MPIReplicaTypeWorker} {
+		if spec := job.Spec.MPIReplicaSpecs[rt]; spec != nil && spec.Template.Spec.PriorityClassName != "" {
+			return spec.Template.Spec.PriorityClassName
+		}
+	}
+	return ""
 }
 
 // podRestartPolicy maps a replica's restart policy to the pod's. ExitCode is

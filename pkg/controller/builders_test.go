@@ -303,9 +303,32 @@ func TestNewPodGroup(t *testing.T) {
 	cases := []struct {
 		name      string
 		runPolicy *common.RunPolicy
-		minMember int32
-		wantSpec  volcanov1beta1.PodGroupSpec
+		// queueAnnotation and the priority classes are where the upstream
+		// operator read the queue and priority from.
+		queueAnnotation          string
+		launcherPrio, workerPrio string
+		minMember                int32
+		wantSpec                 volcanov1beta1.PodGroupSpec
 	}{
+		{
+			name:            "upstream's places: queue annotation, launcher's priority class",
+			queueAnnotation: "team-a", launcherPrio: "high", workerPrio: "low",
+			minMember: 3,
+			wantSpec:  volcanov1beta1.PodGroupSpec{MinMember: 3, Queue: "team-a", PriorityClassName: "high"},
+		},
+		{
+			name:       "the workers' priority class when the launcher has none",
+			workerPrio: "low",
+			minMember:  3,
+			wantSpec:   volcanov1beta1.PodGroupSpec{MinMember: 3, PriorityClassName: "low"},
+		},
+		{
+			name:            "the scheduling policy wins over upstream's places",
+			runPolicy:       &common.RunPolicy{SchedulingPolicy: &common.SchedulingPolicy{Queue: "research", PriorityClass: "urgent"}},
+			queueAnnotation: "team-a", launcherPrio: "high",
+			minMember: 3,
+			wantSpec:  volcanov1beta1.PodGroupSpec{MinMember: 3, Queue: "research", PriorityClassName: "urgent"},
+		},
 		{
 			name:      "no run policy: minMember as given",
 			minMember: 3,
@@ -344,6 +367,11 @@ func TestNewPodGroup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			job := newTestJobForBuilders(2)
 			job.Spec.RunPolicy = tc.runPolicy
+			if tc.queueAnnotation != "" {
+				job.Annotations = map[string]string{"scheduling.volcano.sh/queue-name": tc.queueAnnotation}
+			}
+			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template.Spec.PriorityClassName = tc.launcherPrio
+			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Template.Spec.PriorityClassName = tc.workerPrio
 			want := &volcanov1beta1.PodGroup{
 				ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "ns", OwnerReferences: builderTestOwners()},
 				Spec:       tc.wantSpec,

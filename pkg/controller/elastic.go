@@ -108,11 +108,13 @@ func (c *MPIJobController) markReplaced(ctx context.Context, job *kubeflow.MPIJo
 	return nil
 }
 
-// updateResizing keeps the Resizing condition of a running job: True while
-// the plan changes the workers or they have not settled yet, absent
-// otherwise.
+// updateResizing keeps the Resizing condition of a running elastic job:
+// True while the plan changes the workers or they have not settled yet,
+// absent otherwise. A job without an elastic policy shows the upstream
+// operator's conditions only: a failed worker of such a job is not
+// replaced, so it would never settle.
 func updateResizing(job *kubeflow.MPIJob, ws []worker, plan workerPlan, now metav1.Time) {
-	if !hasCondition(&job.Status, common.JobRunning) {
+	if job.Spec.ElasticPolicy == nil || !hasCondition(&job.Status, common.JobRunning) {
 		removeCondition(&job.Status, conditionResizing)
 		return
 	}

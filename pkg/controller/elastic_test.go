@@ -171,4 +171,10 @@ func TestFixedJobFailedWorkerIsNotReplaced(t *testing.T) {
 	f.sync(job)
 	// The discovery script drops it; no new worker, no replacement mark.
 	f.expectKubeWrites(update("configmaps", "pi-config"), update("roles", "pi-launcher"), patchPod("pi-launcher"))
+	// Its conditions are the upstream operator's: still Running, and no
+	// Resizing that would never settle.
+	st := f.writtenStatus()
+	if !hasCondition(&st, common.JobRunning) || findCondition(&st, conditionResizing) != nil {
+		t.Errorf("conditions %+v, want Running and no Resizing", st.Conditions)
+	}
 }

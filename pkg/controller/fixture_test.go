@@ -373,6 +373,7 @@ func (f *fixture) withChildren(job *kubeflow.MPIJob, hosts hostLists, exec []str
 type fakePodGroups struct {
 	volcanotyped.PodGroupInterface
 	created, updated []*volcanov1beta1.PodGroup
+	deleted          []string
 }
 
 func (f *fakePodGroups) Create(_ context.Context, pg *volcanov1beta1.PodGroup, _ metav1.CreateOptions) (*volcanov1beta1.PodGroup, error) {
@@ -383,4 +384,9 @@ func (f *fakePodGroups) Create(_ context.Context, pg *volcanov1beta1.PodGroup, _
 func (f *fakePodGroups) Update(_ context.Context, pg *volcanov1beta1.PodGroup, _ metav1.UpdateOptions) (*volcanov1beta1.PodGroup, error) {
 	f.updated = append(f.updated, pg)
 	return pg, nil
+}
+
+func (f *fakePodGroups) Delete(_ context.Context, name string, _ metav1.DeleteOptions) error {
+	f.deleted = append(f.deleted, name)
+	return nil
 }

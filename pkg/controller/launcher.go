@@ -45,28 +45,38 @@ func (c *MPIJobController) checkLauncherOutcome(ctx context.Context, job *kubefl
 	return false, nil
 }
 
-// launcherFailed restarts a failed launcher when its restart policy allows
-// and the backoff limit is not reached, and fails the job otherwise.
+// launcherFailed restarts a failed launcher when it may be restarted and
+// the backoff limit is not reached, and fails the job otherwise. An evicted
+// launcher is restarted whatever its restart policy, as the upstream
+// operator did: the eviction was the node's doing, not the program's. With
+// ExitCode, an exit code of 128 or more (killed by a signal) restarts it.
+//
+// A restart is recorded before the pod goes, as the Job controller records
+// a failure before it acts: this sync counts the failure and sets the
+// Restarting condition, naming the pod's UID; the sync that sees that status
+// in the cache deletes the pod, and the next one creates a new launcher. A
+// status write that is lost or conflicts thus never leaves a deleted
+// launcher uncounted, and backoffLimit holds.
 func (c *MPIJobController) launcherFailed(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod,
 	spec *common.ReplicaSpec, limit *int32, now metav1.Time) (bool, error) {
 	rs := replicaStatus(&job.Status, kubeflow.MPIReplicaTypeLauncher)
 	tag := fmt.Sprintf("(launcher pod uid %s)", launcher.UID)
-	if cond := findCondition(&job.Status, common.JobRestarting); cond != nil && strings.Contains(cond.Message, tag) {
-		// This failure was acted on already; the deletion has not reached
-		// the cache yet.
-		return false, nil
+	if cond := findCondition(&job.Status, common.JobRestarting); cond != nil &&
+		cond.Status == corev1.ConditionTrue && strings.Contains(cond.Message, tag) {
+		// The restart is recorded: the pod may go now.
+		return false, c.deletePod(ctx, job, launcher)
 	}
 	evicted := launcher.Status.Reason == reasonPodEvicted
 	code, exited := exitCode(job, launcher)
-	restartable := (evicted && spec.RestartPolicy != common.RestartPolicyNever) ||
-		(spec.RestartPolicy == common.RestartPolicyExitCode && exited && code >= 128)
+	restartable := evicted || (spec.RestartPolicy == common.RestartPolicyExitCode && exited && code >= 128)
 	if restartable && (limit == nil || rs.Failed < *limit) {
-		if err := c.deletePod(ctx, job, launcher); err != nil {
-			return false, err
-		}
 		rs.Failed++
-		msg := fmt.Sprintf("MPIJob %s/%s is restarting its launcher after failure %d %s.", job.Namespace, job.Name, rs.Failed, tag)
-		setCondition(&job.Status, common.JobRestarting, reasonRestarting, msg, now)
+		reason, why := reasonRestarting, fmt.Sprintf("failure %d", rs.Failed)
+		if evicted {
+			reason, why = reasonEvicted, fmt.Sprintf("eviction (failure %d)", rs.Failed)
+		}
+		msg := fmt.Sprintf("MPIJob %s/%s is restarting its launcher after %s %s.", job.Namespace, job.Name, why, tag)
+		setCondition(&job.Status, common.JobRestarting, reason, msg, now)
 		return false, nil
 	}
 	reason, msg := reasonFailed, fmt.Sprintf("MPIJob %s/%s has failed", job.Namespace, job.Name)
@@ -74,9 +84,6 @@ func (c *MPIJobController) launcherFailed(ctx context.Context, job *kubeflow.MPI
 	case restartable:
 		reason = reasonBackoffLimitExceeded
 		msg += fmt.Sprintf(": its launcher failed %d times, backoffLimit is %d", rs.Failed+1, *limit)
-	case evicted:
-		reason = reasonEvicted
-		msg += ": its launcher was evicted"
 	case exited:
 		msg += fmt.Sprintf(": its launcher exited with code %d", code)
 	}

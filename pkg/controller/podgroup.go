@@ -2,9 +2,12 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
@@ -41,13 +44,53 @@ func (c *MPIJobController) podGroupChild() child[*volcanov1beta1.PodGroup] {
 		update: func(ctx context.Context, pg *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, error) {
 			return c.podGroups(pg.Namespace).Update(ctx, pg, metav1.UpdateOptions{})
 		},
-		merge: func(cur, want *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, bool) {
-			merged := cur.DeepCopy()
-			merged.Spec.MinMember = want.Spec.MinMember
-			merged.Spec.Queue = want.Spec.Queue
-			merged.Spec.PriorityClassName = want.Spec.PriorityClassName
-			merged.Spec.MinResources = want.Spec.MinResources
-			return merged, !equality.Semantic.DeepEqual(cur.Spec, merged.Spec)
-		},
+		merge: mergePodGroup,
 	}
+}
+
+// mergePodGroup takes from want the fields the job decides: minMember
+// always, and the queue, priority class and minimum resources only where
+// the job's scheduling policy sets them. What it leaves unset stays as
+// volcano or an admin set it: volcano fills in the namespace's queue, and
+// overwriting that would move the job out of its queue and quota.
+func mergePodGroup(cur, want *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, bool) {
+	merged := cur.DeepCopy()
+	merged.Spec.MinMember = want.Spec.MinMember
+	if want.Spec.Queue != "" {
+		merged.Spec.Queue = want.Spec.Queue
+	}
+	if want.Spec.PriorityClassName != "" {
+		merged.Spec.PriorityClassName = want.Spec.PriorityClassName
+	}
+	if want.Spec.MinResources != nil {
+		merged.Spec.MinResources = want.Spec.MinResources
+	}
+	return merged, !equality.Semantic.DeepEqual(cur.Spec, merged.Spec)
+}
+
+// deletePodGroup removes the PodGroup of a finished job whose pods are
+// being cleaned up, as the upstream operator did, so that volcano no longer
+// holds a gang for pods that are gone. A job that keeps its running pods
+// (cleanPodPolicy None) keeps its PodGroup with them.
+func (c *MPIJobController) deletePodGroup(ctx context.Context, job *kubeflow.MPIJob) error {
+	if c.pgLister == nil || !cleansRunningPods(job) {
+		return nil
+	}
+	pg, err := c.pgLister.PodGroups(job.Namespace).Get(job.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(pg, job) || pg.DeletionTimestamp != nil {
+		return nil
+	}
+	uid := pg.UID
+	err = c.podGroups(job.Namespace).Delete(ctx, pg.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting PodGroup %s: %w", pg.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Deleted the PodGroup of the finished job", "podGroup", klog.KObj(pg))
+	return nil
 }

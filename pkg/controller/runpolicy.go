@@ -55,6 +55,9 @@ func (c *MPIJobController) reconcileFinished(ctx context.Context, job *kubeflow.
 		}
 		c.recorder.Eventf(job, corev1.EventTypeNormal, eventDeletingPods, "Deleted %d pod(s) of the finished job", len(victims))
 	}
+	if err := c.deletePodGroup(ctx, job); err != nil {
+		return 0, err
+	}
 	return c.checkTTL(ctx, job, now)
 }
 
@@ -81,16 +84,30 @@ func (c *MPIJobController) clearHosts(ctx context.Context, job *kubeflow.MPIJob)
 	return err
 }
 
+// stopsAllPods tells whether a finished job failed in a way that stops its
+// active pods whatever cleanPodPolicy says: it ran too long, restarted too
+// often or stayed below its minimum of workers.
+func stopsAllPods(job *kubeflow.MPIJob) bool {
+	cond := findCondition(&job.Status, common.JobFailed)
+	if cond == nil || cond.Status != corev1.ConditionTrue {
+		return false
+	}
+	switch cond.Reason {
+	case reasonDeadlineExceeded, reasonBackoffLimitExceeded, reasonWorkersBelowMinimum:
+		return true
+	}
+	return false
+}
+
+// cleansRunningPods tells whether a finished job deletes its running pods.
+func cleansRunningPods(job *kubeflow.MPIJob) bool {
+	return *job.Spec.CleanPodPolicy != common.CleanPodPolicyNone || stopsAllPods(job)
+}
+
 // podsToClean lists the pods of a finished job to delete.
 func podsToClean(job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.Pod) []*corev1.Pod {
 	policy := *job.Spec.CleanPodPolicy
-	stopAll := false
-	if cond := findCondition(&job.Status, common.JobFailed); cond != nil && cond.Status == corev1.ConditionTrue {
-		switch cond.Reason {
-		case reasonDeadlineExceeded, reasonBackoffLimitExceeded, reasonWorkersBelowMinimum:
-			stopAll = true
-		}
-	}
+	stopAll := stopsAllPods(job)
 	active := func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending || p.Status.Phase == ""
 	}
@@ -105,8 +122,7 @@ func podsToClean(job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.P
 	}
 	// A finished launcher stays for its logs; one still running is stopped
 	// when the job is stopped or its pods are cleaned up.
-	if launcher != nil && launcher.DeletionTimestamp == nil && active(launcher) &&
-		(stopAll || policy != common.CleanPodPolicyNone) {
+	if launcher != nil && launcher.DeletionTimestamp == nil && active(launcher) && cleansRunningPods(job) {
 		out = append(out, launcher)
 	}
 	return out

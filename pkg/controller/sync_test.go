@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -109,6 +110,63 @@ func TestFirstSyncWithGangScheduling(t *testing.T) {
 	w := createdObject[*corev1.Pod](f, "pods", "pi-worker-0")
 	if w.Spec.SchedulerName != "volcano" || w.Annotations[annotationVolcanoGroup] != "pi" {
 		t.Errorf("worker scheduler %q, group annotation %q", w.Spec.SchedulerName, w.Annotations[annotationVolcanoGroup])
+	}
+}
+
+// TestPodGroupKeepsWhatTheJobLeavesUnset: volcano sets the queue of a
+// PodGroup created without one; the controller neither overwrites it nor
+// writes a PodGroup that has not changed.
+func TestPodGroupKeepsWhatTheJobLeavesUnset(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.GangSchedulerName = "volcano"
+	job := newTestJob("pi", 3)
+	f.jobs = append(f.jobs, job)
+	pg := newPodGroup(defaulted(job), 4)
+	pg.Spec.Queue, pg.Spec.PriorityClassName = "team-a", "high"
+	f.groups = append(f.groups, pg)
+
+	f.sync(job)
+	if len(f.podGroups.updated) != 0 || len(f.podGroups.created) != 0 {
+		t.Errorf("PodGroup written: created %v, updated %v", f.podGroups.created, f.podGroups.updated)
+	}
+}
+
+// TestPodGroupTakesTheJobsQueue: a queue the job names wins.
+func TestPodGroupTakesTheJobsQueue(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.GangSchedulerName = "volcano"
+	job := newTestJob("pi", 3)
+	job.Spec.RunPolicy = &common.RunPolicy{SchedulingPolicy: &common.SchedulingPolicy{Queue: "research"}}
+	f.jobs = append(f.jobs, job)
+	pg := newPodGroup(defaulted(job), 4)
+	pg.Spec.Queue = "default"
+	f.groups = append(f.groups, pg)
+
+	f.sync(job)
+	if len(f.podGroups.updated) != 1 || f.podGroups.updated[0].Spec.Queue != "research" {
+		t.Errorf("PodGroup updates %v, want one to queue research", f.podGroups.updated)
+	}
+}
+
+// TestFinishedJobDeletesPodGroup: a finished job whose pods are cleaned up
+// loses its PodGroup; one that keeps its pods keeps it.
+func TestFinishedJobDeletesPodGroup(t *testing.T) {
+	for policy, want := range map[common.CleanPodPolicy][]string{
+		common.CleanPodPolicyRunning: {"pi"},
+		common.CleanPodPolicyAll:     {"pi"},
+		common.CleanPodPolicyNone:    nil,
+	} {
+		t.Run(string(policy), func(t *testing.T) {
+			f := newFixture(t)
+			f.cfg.GangSchedulerName = "volcano"
+			job := finishedJob(f, nil, testNow)
+			job.Spec.CleanPodPolicy = &policy
+			f.groups = append(f.groups, newPodGroup(defaulted(job), 2))
+			f.sync(job)
+			if diff := cmp.Diff(want, f.podGroups.deleted, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("PodGroups deleted (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -330,8 +388,7 @@ func TestLauncherFailed(t *testing.T) {
 		wantReason string
 		wantMsg    string
 	}{
-		"exit":    {exitCode: 1, wantReason: reasonFailed, wantMsg: "MPIJob ns/pi has failed: its launcher exited with code 1."},
-		"evicted": {reason: "Evicted", wantReason: reasonEvicted, wantMsg: "MPIJob ns/pi has failed: its launcher was evicted."},
+		"exit": {exitCode: 1, wantReason: reasonFailed, wantMsg: "MPIJob ns/pi has failed: its launcher exited with code 1."},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -376,8 +433,11 @@ func TestExitCodeRestartsLauncherWithinBackoffLimit(t *testing.T) {
 	job.Spec.RunPolicy = &common.RunPolicy{BackoffLimit: ptr[int32](2)}
 	failedLauncher(f, 137)
 
+	// The failure is recorded first; the pod stays until the cache shows
+	// that record.
 	f.sync(job)
-	f.expectKubeWrites(del("pods", "pi-launcher"))
+	f.expectKubeWrites()
+	f.expectMPIWrites(statusUpdate())
 	st := f.writtenStatus()
 	if !hasCondition(&st, common.JobRestarting) || hasCondition(&st, common.JobRunning) {
 		t.Errorf("conditions %+v, want Restarting without Running", st.Conditions)
@@ -386,12 +446,83 @@ func TestExitCodeRestartsLauncherWithinBackoffLimit(t *testing.T) {
 		t.Errorf("launcher failures %d, want 1", got)
 	}
 
-	// The same failed pod, seen again before its deletion reached the
-	// cache, is not counted twice.
+	// With the record in the cache, the pod goes; the failure is not
+	// counted twice.
 	job.Status = st
 	f.sync(job)
-	f.expectKubeWrites()
+	f.expectKubeWrites(del("pods", "pi-launcher"))
 	f.expectMPIWrites()
+}
+
+// TestEvictedLauncherIsRecreated: an evicted launcher is restarted whatever
+// its restart policy, as the upstream operator did; the job does not fail.
+func TestEvictedLauncherIsRecreated(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 1) // restartPolicy Never by default
+	l := f.pods[1]
+	l.Status.Phase, l.Status.Reason = corev1.PodFailed, "Evicted"
+
+	f.sync(job)
+	f.expectKubeWrites()
+	st := f.writtenStatus()
+	c := findCondition(&st, common.JobRestarting)
+	want := "MPIJob ns/pi is restarting its launcher after eviction (failure 1) (launcher pod uid pi-launcher-uid)."
+	if c == nil || c.Reason != reasonEvicted || c.Message != want {
+		t.Errorf("Restarting condition %+v, want reason %s message %q", c, reasonEvicted, want)
+	}
+	if isFinished(&st) {
+		t.Errorf("conditions %+v: an evicted launcher finished the job", st.Conditions)
+	}
+	if e := f.events(); len(e) != 1 || e[0] != "Warning "+reasonEvicted+" "+want {
+		t.Errorf("events %q", e)
+	}
+
+	// Recorded: the pod is deleted, and once it has left the cache a new
+	// launcher is created.
+	job.Status = st
+	f.sync(job)
+	f.expectKubeWrites(del("pods", "pi-launcher"))
+	f.pods = f.pods[:1]
+	f.sync(job)
+	f.expectKubeWrites(create("pods", "pi-launcher"))
+}
+
+// TestEvictedLauncherCountsAgainstBackoffLimit: evictions are failures for
+// runPolicy.backoffLimit.
+func TestEvictedLauncherCountsAgainstBackoffLimit(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 1)
+	job.Spec.RunPolicy = &common.RunPolicy{BackoffLimit: ptr[int32](1)}
+	job.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed = 1
+	l := f.pods[1]
+	l.Status.Phase, l.Status.Reason = corev1.PodFailed, "Evicted"
+	f.sync(job)
+	st := f.writtenStatus()
+	if c := findCondition(&st, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
+		t.Errorf("Failed condition %+v, want BackoffLimitExceeded", c)
+	}
+}
+
+// TestLauncherRestartNotDeletedWhenRecordFails: a status write that
+// conflicts leaves the failed launcher in place, so no restart happens
+// that the status does not count.
+func TestLauncherRestartNotDeletedWhenRecordFails(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 1)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].RestartPolicy = common.RestartPolicyExitCode
+	job.Spec.RunPolicy = &common.RunPolicy{BackoffLimit: ptr[int32](1)}
+	failedLauncher(f, 137)
+	for range 2 { // the failed sync, and its retry on the same cache
+		_, err := f.syncPrepared(job, func(*MPIJobController) {
+			f.mpiClient.PrependReactor("update", "mpijobs", func(core.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewConflict(kubeflow.Resource("mpijobs"), "pi", errors.New("stale"))
+			})
+		})
+		if !apierrors.IsConflict(err) {
+			t.Fatalf("sync error %v, want the conflict", err)
+		}
+		f.expectKubeWrites()
+	}
 }
 
 func TestExitCodeBackoffLimitExceeded(t *testing.T) {

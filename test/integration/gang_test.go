@@ -171,3 +171,54 @@ func TestGangSchedulingFollowsSchedulingPolicyAndSize(t *testing.T) {
 		return pg.Spec.Queue == "batch"
 	})
 }
+
+// TestGangSchedulingKeepsWhatVolcanoSets: volcano gives a PodGroup created
+// without a queue the namespace's queue. The controller neither takes it
+// away nor writes a PodGroup that has not changed; once the job has
+// finished and its pods are cleaned up, the group goes, as upstream did.
+func TestGangSchedulingKeepsWhatVolcanoSets(t *testing.T) {
+	vc := podGroupClient(t)
+	ns := newNamespace(t)
+	startController(t, controller.Config{Namespace: ns, GangSchedulerName: "volcano"})
+	job := newJob(ns, "queued", 1)
+	running := common.CleanPodPolicyRunning
+	job.Spec.CleanPodPolicy = &running
+	createJob(t, job)
+	pg := waitForPodGroup(t, vc, ns, "queued", "to be created", func(*volcanov1beta1.PodGroup) bool { return true })
+
+	// What volcano's admission and controller do to it.
+	pg.Spec.Queue = "team-a"
+	pg.Spec.PriorityClassName = "high"
+	set, err := vc.SchedulingV1beta1().PodGroups(ns).Update(context.Background(), pg, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The resize brings several syncs; the group is left as it is but for
+	// its size. (No volcano scheduler runs: the pods stay Pending.)
+	scaleWorkers(t, ns, "queued", 2)
+	waitForPodGroup(t, vc, ns, "queued", "to follow the new size", func(pg *volcanov1beta1.PodGroup) bool {
+		return pg.Spec.MinMember == 3
+	})
+	got, err := getPodGroup(vc, ns, "queued")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Queue != "team-a" || got.Spec.PriorityClassName != "high" {
+		t.Errorf("PodGroup spec %+v: volcano's queue or priority class was overwritten", got.Spec)
+	}
+	// One write for the resize, none besides.
+	if got.Generation != set.Generation+1 {
+		t.Errorf("PodGroup generation %d after one resize from %d: written without a change", got.Generation, set.Generation)
+	}
+
+	waitFor(t, "the launcher to be created", func() (bool, error) {
+		_, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), "queued-launcher", metav1.GetOptions{})
+		return err == nil, ignoreNotFound(err)
+	})
+	finishPod(t, ns, "queued-launcher", corev1.PodSucceeded, 0, "")
+	waitForCondition(t, ns, "queued", common.JobSucceeded, "MPIJobSucceeded")
+	waitFor(t, "the finished job's PodGroup to go", func() (bool, error) {
+		_, err := getPodGroup(vc, ns, "queued")
+		return err != nil && ignoreNotFound(err) == nil, ignoreNotFound(err)
+	})
+}
