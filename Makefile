@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
            -X github.com/kubeflow/mpi-operator/pkg/version.GitCommit=$(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
-        test test-unit test-integration test-e2e testbin prereqs cluster-up cluster-down \
+        test test-unit fuzz test-integration test-e2e testbin prereqs cluster-up cluster-down \
         local-up local-down demo clean
 
 all: build
@@ -45,8 +45,14 @@ lint:
 
 test: test-unit test-integration test-e2e
 
-test-unit:
+test-unit: fuzz
 	$(GO) test -race -cover ./pkg/... ./cmd/... ./hack/...
+
+# Each fuzz test for a bounded time (go test runs only their seeds).
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzPlanWorkers$$' -fuzztime $(FUZZTIME) ./pkg/controller
+	$(GO) test -run '^$$' -fuzz '^FuzzSync$$' -fuzztime $(FUZZTIME) ./pkg/controller
 
 # Both suites start their own control plane (hack/cluster-up.sh) on ports of
 # their own; the first run builds it (hack/testbin.sh).

@@ -10,6 +10,10 @@
 //     make up most of the file, which would otherwise not fit the
 //     last-applied annotation of a client-side kubectl apply; the
 //     descriptions of the MPIJob's own fields stay;
+//   - fields that come from kubeflow/common and core/v1, where no marker
+//     can reach, get the bounds the controller relies on (see bounds): the
+//     run policy's values, container names that are DNS labels, at most
+//     MaxWorkers workers;
 //   - the versions that upstream installs served (v1alpha2, v2beta1) are
 //     listed as deprecated, not the storage version, with a schema that
 //     keeps whatever their objects hold. The API server refuses a CRD
@@ -25,8 +29,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 )
 
 func main() {
@@ -57,6 +64,12 @@ func run(in io.Reader, out io.Writer) error {
 		}
 		if err := replicaProperties(specs); err != nil {
 			return err
+		}
+		spec := dig(v, "schema", "openAPIV3Schema", "properties", "spec")
+		for _, b := range bounds {
+			if err := b.apply(spec); err != nil {
+				return err
+			}
 		}
 	}
 	for _, name := range legacyVersions {
@@ -101,7 +114,74 @@ func legacyVersion(name string) map[string]any {
 // replicaDescriptions describe the two replica types.
 var replicaDescriptions = map[string]string{
 	"Launcher": "Launcher is the pod that runs mpirun or horovodrun; replicas must be 1.",
-	"Worker":   "Worker are the pods the launcher starts MPI ranks on, through kubectl exec.",
+	"Worker": fmt.Sprintf("Worker are the pods the launcher starts MPI ranks on, through kubectl exec; "+
+		"replicas may be 0 to %d.", kubeflow.MaxWorkers),
+}
+
+// dnsLabel is the pattern of a container name, which Kubernetes requires
+// to be a DNS-1123 label of at most 63 characters.
+const dnsLabel = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+
+// bound adds set to the schema at path below spec: property names joined
+// by dots, "[]" after a name for the items of that list.
+type bound struct {
+	path string
+	set  map[string]any
+}
+
+// bounds are what the schema of spec gains where the fields come from
+// kubeflow/common and core/v1. The run policy's limits are a Kubernetes
+// Job's: a backoffLimit or ttlSecondsAfterFinished of 0 or more, an
+// activeDeadlineSeconds of at least 1 (0 would fail the job as it starts).
+// Container names must be DNS labels, as the API server requires of a
+// pod's: checking them here refuses the job instead of failing it on its
+// first pod, and their maxLength is what keeps the estimated cost of the
+// CEL rule that looks for spec.mainContainer among the workers' containers
+// within the API server's budget (without it the CRD is refused).
+var bounds = func() []bound {
+	name := map[string]any{"maxLength": 63, "pattern": dnsLabel}
+	b := []bound{
+		{"runPolicy.cleanPodPolicy", map[string]any{"enum": []any{"None", "Running", "All"}}},
+		{"runPolicy.backoffLimit", map[string]any{"minimum": 0}},
+		{"runPolicy.activeDeadlineSeconds", map[string]any{"minimum": 1}},
+		{"runPolicy.ttlSecondsAfterFinished", map[string]any{"minimum": 0}},
+		{"elasticPolicy.minReplicas", map[string]any{"maximum": kubeflow.MaxWorkers}},
+		{"elasticPolicy.maxReplicas", map[string]any{"maximum": kubeflow.MaxWorkers}},
+		{"mpiReplicaSpecs.Worker.replicas", map[string]any{"maximum": kubeflow.MaxWorkers}},
+	}
+	for _, rt := range []string{"Launcher", "Worker"} {
+		pod := "mpiReplicaSpecs." + rt + ".template.spec."
+		b = append(b,
+			bound{pod + "containers[].name", name},
+			bound{pod + "initContainers[].name", name},
+		)
+	}
+	return b
+}()
+
+// apply sets b's keys in the schema found below spec; a path that is not
+// there is an error, so that a change of the generated schema cannot drop
+// a bound unnoticed.
+func (b bound) apply(spec any) error {
+	node := spec
+	for _, step := range strings.Split(b.path, ".") {
+		name, list := strings.CutSuffix(step, "[]")
+		node = dig(node, "properties", name)
+		if list {
+			node = dig(node, "items")
+		}
+		if node == nil {
+			return fmt.Errorf("no schema at spec.%s", b.path)
+		}
+	}
+	schema, ok := node.(map[string]any)
+	if !ok {
+		return fmt.Errorf("no schema at spec.%s", b.path)
+	}
+	for k, v := range b.set {
+		schema[k] = v
+	}
+	return nil
 }
 
 // restartPolicies are the values of kubeflow/common's RestartPolicy.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 )
 
 const generated = `
@@ -47,6 +49,41 @@ spec:
                             description:
                               description: a field named description
                               type: string
+                            containers:
+                              description: the containers
+                              type: array
+                              items:
+                                type: object
+                                properties:
+                                  name:
+                                    description: the name
+                                    type: string
+                            initContainers:
+                              type: array
+                              items:
+                                type: object
+                                properties:
+                                  name:
+                                    type: string
+              runPolicy:
+                description: the run policy
+                type: object
+                properties:
+                  cleanPodPolicy:
+                    type: string
+                  backoffLimit:
+                    type: integer
+                  activeDeadlineSeconds:
+                    type: integer
+                  ttlSecondsAfterFinished:
+                    type: integer
+              elasticPolicy:
+                type: object
+                properties:
+                  minReplicas:
+                    type: integer
+                  maxReplicas:
+                    type: integer
 `
 
 func TestRun(t *testing.T) {
@@ -60,12 +97,13 @@ func TestRun(t *testing.T) {
 	}
 	specs := dig(crd, "spec", "versions").([]any)[0]
 	got := dig(specs, "schema", "openAPIV3Schema", "properties", "spec", "properties", "mpiReplicaSpecs")
-	replica := func(desc string) map[string]any {
+	containerName := map[string]any{"type": "string", "maxLength": float64(63), "pattern": dnsLabel}
+	replica := func(desc string, replicas map[string]any) map[string]any {
 		return map[string]any{
 			"description": desc,
 			"type":        "object",
 			"properties": map[string]any{
-				"replicas":      map[string]any{"description": "how many", "type": "integer"},
+				"replicas":      replicas,
 				"restartPolicy": map[string]any{"description": "the policy", "type": "string", "enum": restartPolicies},
 				"template": map[string]any{
 					"description": "the pod template",
@@ -75,6 +113,20 @@ func TestRun(t *testing.T) {
 							"type": "object",
 							"properties": map[string]any{
 								"description": map[string]any{"type": "string"},
+								"containers": map[string]any{
+									"type": "array",
+									"items": map[string]any{
+										"type":       "object",
+										"properties": map[string]any{"name": containerName},
+									},
+								},
+								"initContainers": map[string]any{
+									"type": "array",
+									"items": map[string]any{
+										"type":       "object",
+										"properties": map[string]any{"name": containerName},
+									},
+								},
 							},
 						},
 					},
@@ -86,12 +138,42 @@ func TestRun(t *testing.T) {
 		"description": "the replicas",
 		"type":        "object",
 		"properties": map[string]any{
-			"Launcher": replica(replicaDescriptions["Launcher"]),
-			"Worker":   replica(replicaDescriptions["Worker"]),
+			"Launcher": replica(replicaDescriptions["Launcher"],
+				map[string]any{"description": "how many", "type": "integer"}),
+			"Worker": replica(replicaDescriptions["Worker"],
+				map[string]any{"description": "how many", "type": "integer", "maximum": float64(kubeflow.MaxWorkers)}),
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mpiReplicaSpecs schema (-want +got):\n%s", diff)
+	}
+
+	// The run policy and the elastic bounds, which come from kubeflow/common
+	// or need MaxWorkers, get their bounds.
+	spec := dig(specs, "schema", "openAPIV3Schema", "properties", "spec", "properties")
+	wantPolicies := map[string]any{
+		"runPolicy": map[string]any{
+			"description": "the run policy",
+			"type":        "object",
+			"properties": map[string]any{
+				"cleanPodPolicy":          map[string]any{"type": "string", "enum": []any{"None", "Running", "All"}},
+				"backoffLimit":            map[string]any{"type": "integer", "minimum": float64(0)},
+				"activeDeadlineSeconds":   map[string]any{"type": "integer", "minimum": float64(1)},
+				"ttlSecondsAfterFinished": map[string]any{"type": "integer", "minimum": float64(0)},
+			},
+		},
+		"elasticPolicy": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"minReplicas": map[string]any{"type": "integer", "maximum": float64(kubeflow.MaxWorkers)},
+				"maxReplicas": map[string]any{"type": "integer", "maximum": float64(kubeflow.MaxWorkers)},
+			},
+		},
+	}
+	for name, w := range wantPolicies {
+		if diff := cmp.Diff(w, dig(spec, name)); diff != "" {
+			t.Errorf("%s schema (-want +got):\n%s", name, diff)
+		}
 	}
 
 	// The versions of upstream installs follow, served (their objects'
@@ -125,6 +207,9 @@ func TestRunRejectsUnexpectedInput(t *testing.T) {
 	for name, in := range map[string]string{
 		"no versions":     "spec: {}\n",
 		"no replica spec": "spec:\n  versions:\n  - schema:\n      openAPIV3Schema: {}\n",
+		// A field that a bound is for went missing from the generated schema.
+		"no run policy":      strings.Replace(generated, "runPolicy:", "otherPolicy:", 1),
+		"no init containers": strings.Replace(generated, "initContainers:", "sidecars:", 1),
 	} {
 		if err := run(strings.NewReader(in), &bytes.Buffer{}); err == nil {
 			t.Errorf("%s: no error", name)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -23,14 +24,46 @@ func validateJob(job *kubeflow.MPIJob) field.ErrorList {
 	if s := job.Spec.SlotsPerWorker; s != nil && *s < 1 {
 		errs = append(errs, field.Invalid(spec.Child("slotsPerWorker"), *s, "must be at least 1"))
 	}
-	switch p := *job.Spec.CleanPodPolicy; p {
-	case common.CleanPodPolicyAll, common.CleanPodPolicyRunning, common.CleanPodPolicyNone:
-	default:
-		errs = append(errs, field.NotSupported(spec.Child("cleanPodPolicy"), p, []string{"All", "Running", "None"}))
+	// An unset spec.cleanPodPolicy is defaulted from runPolicy's, which is
+	// checked, and named, below.
+	if rp := job.Spec.RunPolicy; rp == nil || rp.CleanPodPolicy == nil || *rp.CleanPodPolicy != *job.Spec.CleanPodPolicy {
+		errs = append(errs, validateCleanPodPolicy(*job.Spec.CleanPodPolicy, spec.Child("cleanPodPolicy"))...)
 	}
+	errs = append(errs, validateRunPolicy(job.Spec.RunPolicy, spec.Child("runPolicy"))...)
 	errs = append(errs, validateReplicaSpecs(job, spec.Child("mpiReplicaSpecs"))...)
 	errs = append(errs, validateMainContainer(job, spec.Child("mainContainer"))...)
 	errs = append(errs, validateElasticPolicy(job, spec.Child("elasticPolicy"))...)
+	return errs
+}
+
+func validateCleanPodPolicy(p common.CleanPodPolicy, path *field.Path) field.ErrorList {
+	switch p {
+	case common.CleanPodPolicyAll, common.CleanPodPolicyRunning, common.CleanPodPolicyNone:
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(path, p, []string{"All", "Running", "None"})}
+}
+
+// validateRunPolicy holds the run policy to a Kubernetes Job's rules: a
+// backoffLimit and ttlSecondsAfterFinished of 0 or more, an
+// activeDeadlineSeconds of at least 1.
+func validateRunPolicy(rp *common.RunPolicy, path *field.Path) field.ErrorList {
+	if rp == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if rp.CleanPodPolicy != nil {
+		errs = append(errs, validateCleanPodPolicy(*rp.CleanPodPolicy, path.Child("cleanPodPolicy"))...)
+	}
+	if v := rp.BackoffLimit; v != nil && *v < 0 {
+		errs = append(errs, field.Invalid(path.Child("backoffLimit"), *v, "must be 0 or more"))
+	}
+	if v := rp.ActiveDeadlineSeconds; v != nil && *v < 1 {
+		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *v, "must be at least 1"))
+	}
+	if v := rp.TTLSecondsAfterFinished; v != nil && *v < 0 {
+		errs = append(errs, field.Invalid(path.Child("ttlSecondsAfterFinished"), *v, "must be 0 or more"))
+	}
 	return errs
 }
 
@@ -60,14 +93,36 @@ func validateReplicaSpecs(job *kubeflow.MPIJob, path *field.Path) field.ErrorLis
 		if rt == kubeflow.MPIReplicaTypeLauncher && *rs.Replicas != 1 {
 			errs = append(errs, field.Invalid(p.Child("replicas"), *rs.Replicas, "must be 1"))
 		}
-		if len(rs.Template.Spec.Containers) == 0 {
-			errs = append(errs, field.Required(p.Child("template", "spec", "containers"), "needs at least one container"))
+		if rt == kubeflow.MPIReplicaTypeWorker && *rs.Replicas > kubeflow.MaxWorkers {
+			errs = append(errs, tooManyWorkers(p.Child("replicas"), *rs.Replicas))
 		}
+		pod := p.Child("template", "spec")
+		if len(rs.Template.Spec.Containers) == 0 {
+			errs = append(errs, field.Required(pod.Child("containers"), "needs at least one container"))
+		}
+		errs = append(errs, validateContainerNames(rs.Template.Spec.Containers, pod.Child("containers"))...)
+		errs = append(errs, validateContainerNames(rs.Template.Spec.InitContainers, pod.Child("initContainers"))...)
 	}
 	if job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher] == nil {
 		errs = append(errs, field.Required(path.Key(string(kubeflow.MPIReplicaTypeLauncher)), "an MPIJob needs exactly one launcher"))
 	}
 	return errs
+}
+
+// validateContainerNames checks that each container's name is a DNS-1123
+// label, as the API server requires of a pod's containers.
+func validateContainerNames(containers []corev1.Container, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, c := range containers {
+		if msgs := validation.IsDNS1123Label(c.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(path.Index(i).Child("name"), c.Name, strings.Join(msgs, "; ")))
+		}
+	}
+	return errs
+}
+
+func tooManyWorkers(path *field.Path, n int32) *field.Error {
+	return field.Invalid(path, n, fmt.Sprintf("must not be more than %d, the most workers a job may have", kubeflow.MaxWorkers))
 }
 
 func validateElasticPolicy(job *kubeflow.MPIJob, path *field.Path) field.ErrorList {
@@ -80,9 +135,15 @@ func validateElasticPolicy(job *kubeflow.MPIJob, path *field.Path) field.ErrorLi
 	if minR < 1 {
 		errs = append(errs, field.Invalid(path.Child("minReplicas"), minR, "must be at least 1"))
 	}
+	if minR > kubeflow.MaxWorkers {
+		errs = append(errs, tooManyWorkers(path.Child("minReplicas"), minR))
+	}
 	if ep.MaxReplicas != nil && *ep.MaxReplicas < minR {
 		errs = append(errs, field.Invalid(path.Child("maxReplicas"), *ep.MaxReplicas,
 			fmt.Sprintf("must not be less than minReplicas (%d)", minR)))
+	}
+	if ep.MaxReplicas != nil && *ep.MaxReplicas > kubeflow.MaxWorkers {
+		errs = append(errs, tooManyWorkers(path.Child("maxReplicas"), *ep.MaxReplicas))
 	}
 	if d := *ep.DrainSeconds; d < 0 || d > 3600 {
 		errs = append(errs, field.Invalid(path.Child("drainSeconds"), d, "must be between 0 and 3600"))

@@ -111,11 +111,147 @@ func TestValidateJob(t *testing.T) {
 			wantFields: []string{"spec.cleanPodPolicy"},
 		},
 		{
-			name: "unknown cleanPodPolicy inherited from runPolicy",
+			// spec.cleanPodPolicy is defaulted from it: the error names
+			// the field the user wrote.
+			name: "unknown cleanPodPolicy in runPolicy",
 			modify: func(j *kubeflow.MPIJob) {
 				j.Spec.RunPolicy = &common.RunPolicy{CleanPodPolicy: ptr(common.CleanPodPolicy("Sometimes"))}
 			},
-			wantFields: []string{"spec.cleanPodPolicy"},
+			wantFields: []string{"spec.runPolicy.cleanPodPolicy"},
+		},
+		{
+			name: "unknown cleanPodPolicy in runPolicy beside a valid one in spec",
+			modify: func(j *kubeflow.MPIJob) {
+				j.Spec.CleanPodPolicy = ptr(common.CleanPodPolicyAll)
+				j.Spec.RunPolicy = &common.RunPolicy{CleanPodPolicy: ptr(common.CleanPodPolicy("all"))}
+			},
+			wantFields: []string{"spec.runPolicy.cleanPodPolicy"},
+		},
+		{
+			name: "two different unknown cleanPodPolicies",
+			modify: func(j *kubeflow.MPIJob) {
+				j.Spec.CleanPodPolicy = ptr(common.CleanPodPolicy("Never"))
+				j.Spec.RunPolicy = &common.RunPolicy{CleanPodPolicy: ptr(common.CleanPodPolicy("Sometimes"))}
+			},
+			wantFields: []string{"spec.cleanPodPolicy", "spec.runPolicy.cleanPodPolicy"},
+		},
+		{
+			name: "valid run policy at its bounds",
+			modify: func(j *kubeflow.MPIJob) {
+				j.Spec.RunPolicy = &common.RunPolicy{
+					CleanPodPolicy:          ptr(common.CleanPodPolicyAll),
+					BackoffLimit:            ptr[int32](0),
+					ActiveDeadlineSeconds:   ptr[int64](1),
+					TTLSecondsAfterFinished: ptr[int32](0),
+				}
+			},
+		},
+		{
+			name:       "negative backoffLimit",
+			modify:     func(j *kubeflow.MPIJob) { j.Spec.RunPolicy = &common.RunPolicy{BackoffLimit: ptr[int32](-1)} },
+			wantFields: []string{"spec.runPolicy.backoffLimit"},
+		},
+		{
+			name:       "activeDeadlineSeconds 0",
+			modify:     func(j *kubeflow.MPIJob) { j.Spec.RunPolicy = &common.RunPolicy{ActiveDeadlineSeconds: ptr[int64](0)} },
+			wantFields: []string{"spec.runPolicy.activeDeadlineSeconds"},
+		},
+		{
+			name:       "negative activeDeadlineSeconds",
+			modify:     func(j *kubeflow.MPIJob) { j.Spec.RunPolicy = &common.RunPolicy{ActiveDeadlineSeconds: ptr[int64](-60)} },
+			wantFields: []string{"spec.runPolicy.activeDeadlineSeconds"},
+		},
+		{
+			name: "negative ttlSecondsAfterFinished",
+			modify: func(j *kubeflow.MPIJob) {
+				j.Spec.RunPolicy = &common.RunPolicy{TTLSecondsAfterFinished: ptr[int32](-1)}
+			},
+			wantFields: []string{"spec.runPolicy.ttlSecondsAfterFinished"},
+		},
+		{
+			name:       "worker container name with capitals",
+			modify:     func(j *kubeflow.MPIJob) { worker(j).Template.Spec.Containers[0].Name = "Worker" },
+			wantFields: []string{"spec.mpiReplicaSpecs[Worker].template.spec.containers[0].name"},
+		},
+		{
+			name: "second launcher container name too long",
+			modify: func(j *kubeflow.MPIJob) {
+				c := corev1.Container{Name: strings.Repeat("s", 64), Image: "sidecar"}
+				launcher(j).Template.Spec.Containers = append(launcher(j).Template.Spec.Containers, c)
+			},
+			wantFields: []string{"spec.mpiReplicaSpecs[Launcher].template.spec.containers[1].name"},
+		},
+		{
+			name: "container name of exactly 63 characters is fine",
+			modify: func(j *kubeflow.MPIJob) {
+				worker(j).Template.Spec.Containers[0].Name = strings.Repeat("w", 63)
+			},
+		},
+		{
+			name: "empty container name",
+			modify: func(j *kubeflow.MPIJob) {
+				launcher(j).Template.Spec.Containers[0].Name = ""
+			},
+			wantFields: []string{"spec.mpiReplicaSpecs[Launcher].template.spec.containers[0].name"},
+		},
+		{
+			name: "init container names",
+			modify: func(j *kubeflow.MPIJob) {
+				worker(j).Template.Spec.InitContainers = []corev1.Container{{Name: "ok", Image: "i"}, {Name: "not_ok", Image: "i"}}
+				launcher(j).Template.Spec.InitContainers = []corev1.Container{{Name: "-dash", Image: "i"}}
+			},
+			wantFields: []string{
+				"spec.mpiReplicaSpecs[Launcher].template.spec.initContainers[0].name",
+				"spec.mpiReplicaSpecs[Worker].template.spec.initContainers[1].name",
+			},
+		},
+		{
+			name:       "mainContainer naming no worker container",
+			modify:     func(j *kubeflow.MPIJob) { j.Spec.MainContainer = "launcher" },
+			wantFields: []string{"spec.mainContainer"},
+		},
+		{
+			name:       "mainContainer that is no DNS label",
+			modify:     func(j *kubeflow.MPIJob) { j.Spec.MainContainer = "Worker" },
+			wantFields: []string{"spec.mainContainer"},
+		},
+		{
+			name: "mainContainer naming a second worker container",
+			modify: func(j *kubeflow.MPIJob) {
+				worker(j).Template.Spec.Containers = append(worker(j).Template.Spec.Containers, corev1.Container{Name: "trainer", Image: "t"})
+				j.Spec.MainContainer = "trainer"
+			},
+		},
+		{
+			name:   "MaxWorkers workers",
+			modify: func(j *kubeflow.MPIJob) { worker(j).Replicas = ptr(kubeflow.MaxWorkers) },
+		},
+		{
+			name:       "more than MaxWorkers workers",
+			modify:     func(j *kubeflow.MPIJob) { worker(j).Replicas = ptr(kubeflow.MaxWorkers + 1) },
+			wantFields: []string{"spec.mpiReplicaSpecs[Worker].replicas"},
+		},
+		{
+			name: "elastic bounds at MaxWorkers",
+			modify: func(j *kubeflow.MPIJob) {
+				j.Spec.ElasticPolicy = &kubeflow.ElasticPolicy{MinReplicas: ptr(kubeflow.MaxWorkers), MaxReplicas: ptr(kubeflow.MaxWorkers)}
+				worker(j).Replicas = ptr(kubeflow.MaxWorkers)
+			},
+		},
+		{
+			name: "elastic maxReplicas above MaxWorkers",
+			modify: func(j *kubeflow.MPIJob) {
+				j.Spec.ElasticPolicy = &kubeflow.ElasticPolicy{MaxReplicas: ptr(kubeflow.MaxWorkers + 1)}
+			},
+			wantFields: []string{"spec.elasticPolicy.maxReplicas"},
+		},
+		{
+			name: "elastic minReplicas above MaxWorkers",
+			modify: func(j *kubeflow.MPIJob) {
+				j.Spec.ElasticPolicy = &kubeflow.ElasticPolicy{MinReplicas: ptr(kubeflow.MaxWorkers + 1)}
+				worker(j).Replicas = ptr(kubeflow.MaxWorkers + 1)
+			},
+			wantFields: []string{"spec.elasticPolicy.minReplicas", "spec.mpiReplicaSpecs[Worker].replicas"},
 		},
 		{
 			name:       "no launcher",

@@ -44,8 +44,10 @@ type MPIJob struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Launcher) || (has(self.mpiReplicaSpecs.Launcher.template) && has(self.mpiReplicaSpecs.Launcher.template.spec) && size(self.mpiReplicaSpecs.Launcher.template.spec.containers) > 0)",message="spec.mpiReplicaSpecs.Launcher.template.spec.containers must hold the launcher's container"
 // +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.template) && has(self.mpiReplicaSpecs.Worker.template.spec) && size(self.mpiReplicaSpecs.Worker.template.spec.containers) > 0)",message="spec.mpiReplicaSpecs.Worker.template.spec.containers must hold the workers' container"
 // +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas >= 0",message="spec.mpiReplicaSpecs.Worker.replicas must be 0 or more"
-// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.minReplicas) || !has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas >= self.elasticPolicy.minReplicas",message="spec.mpiReplicaSpecs.Worker.replicas must not be less than spec.elasticPolicy.minReplicas"
-// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.maxReplicas) || !has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas <= self.elasticPolicy.maxReplicas",message="spec.mpiReplicaSpecs.Worker.replicas must not be more than spec.elasticPolicy.maxReplicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || has(self.mpiReplicaSpecs.Worker)",message="must be set: an elastic job needs workers",fieldPath=".mpiReplicaSpecs.Worker"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.replicas) ? self.mpiReplicaSpecs.Worker.replicas : 1) >= (has(self.elasticPolicy.minReplicas) ? self.elasticPolicy.minReplicas : 1)",message="must not be less than spec.elasticPolicy.minReplicas (either one unset means 1)",fieldPath=".mpiReplicaSpecs.Worker.replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.maxReplicas) || !has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.replicas) ? self.mpiReplicaSpecs.Worker.replicas : 1) <= self.elasticPolicy.maxReplicas",message="must not be more than spec.elasticPolicy.maxReplicas (unset replicas mean 1)",fieldPath=".mpiReplicaSpecs.Worker.replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.mainContainer) || size(self.mainContainer) == 0 || !has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.template) || !has(self.mpiReplicaSpecs.Worker.template.spec) || self.mpiReplicaSpecs.Worker.template.spec.containers.exists(c, c.name == self.mainContainer)",message="must name a container of spec.mpiReplicaSpecs.Worker.template.spec.containers",fieldPath=".mainContainer"
 type MPIJobSpec struct {
 	// SlotsPerWorker is the number of MPI slots each worker offers.
 	// Unset means 1.
@@ -67,12 +69,18 @@ type MPIJobSpec struct {
 	MPIReplicaSpecs map[common.ReplicaType]*common.ReplicaSpec `json:"mpiReplicaSpecs"`
 
 	// MainContainer names the container that the launcher's kubectl exec
-	// enters in each worker. Unset means the pod's default container.
+	// enters in each worker; it must be one of the Worker template's
+	// containers. Unset means the pod's default container.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
 	MainContainer string `json:"mainContainer,omitempty"`
 
 	// RunPolicy bounds the job: TTL after it finished, an active deadline,
-	// a limit on launcher restarts, and gang-scheduling settings.
+	// a limit on launcher restarts, and gang-scheduling settings. As for a
+	// Kubernetes Job, backoffLimit and ttlSecondsAfterFinished are 0 or
+	// more and activeDeadlineSeconds is at least 1; cleanPodPolicy is All,
+	// Running or None.
 	// +optional
 	RunPolicy *common.RunPolicy `json:"runPolicy,omitempty"`
 
@@ -89,13 +97,13 @@ type MPIJobSpec struct {
 type ElasticPolicy struct {
 	// MinReplicas is the fewest workers the job can train with. The launcher
 	// starts once this many workers are ready, and gang scheduling asks for
-	// only this many. Unset means 1.
+	// only this many. Unset means 1; at most 5000 (see MaxWorkers).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
 
 	// MaxReplicas is the most workers the job may be scaled to. Unset means
-	// no bound.
+	// no bound but the one on every job, 5000 (see MaxWorkers).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
