@@ -15,7 +15,7 @@ import (
 // syncConfigMap writes the job's /etc/mpi files and bookkeeping, if they
 // changed.
 func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJob, hosts hostLists, state configState) (*corev1.ConfigMap, error) {
-	return ensure(ctx, c, job, c.configMapChild(), newConfigMap(job, hosts, state))
+	return ensure(ctx, job, c.configMapChild(), newConfigMap(job, hosts, state))
 }
 
 // recordedState reads the bookkeeping from the job's ConfigMap; the zero
@@ -33,6 +33,9 @@ func (c *MPIJobController) configMapChild() child[*corev1.ConfigMap] {
 		kind: "ConfigMap",
 		get: func(ns, name string) (*corev1.ConfigMap, error) {
 			return c.cmLister.ConfigMaps(ns).Get(name)
+		},
+		fetch: func(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
+			return c.kubeClient.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		},
 		create: func(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
 			return c.kubeClient.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -53,7 +54,9 @@ type MPIJobController struct {
 	saLister   corelisters.ServiceAccountLister
 	roleLister rbaclisters.RoleLister
 	rbLister   rbaclisters.RoleBindingLister
-	pgLister   volcanolisters.PodGroupLister // nil without gang scheduling
+	// otherPods are the pods that no MPIJob labels, metadata only.
+	otherPods cache.GenericLister
+	pgLister  volcanolisters.PodGroupLister // nil without gang scheduling
 	// podGroups writes PodGroups; a field so that tests can stand in for
 	// volcano's client.
 	podGroups func(namespace string) volcanotyped.PodGroupInterface
@@ -107,6 +110,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 	sas := inf.labelled.Core().V1().ServiceAccounts()
 	roles := inf.rbac.Rbac().V1().Roles()
 	rbs := inf.rbac.Rbac().V1().RoleBindings()
+	others := inf.otherPodsInformer()
 
 	if err := pods.Informer().AddIndexers(cache.Indexers{podsByControllerIndex: podControllerUID}); err != nil {
 		// Only a started informer refuses an indexer; it cannot be yet.
@@ -123,6 +127,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		saLister:   sas.Lister(),
 		roleLister: roles.Lister(),
 		rbLister:   rbs.Lister(),
+		otherPods:  others.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs"}),
@@ -148,6 +153,12 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		AddFunc:    c.handlePodAdd,
 		UpdateFunc: c.handlePodUpdate,
 		DeleteFunc: c.handlePodDelete,
+	})
+	// A pod that holds a worker's name matters when it comes, as its name
+	// must leave the Role, and when it goes, as the worker may be created.
+	c.addHandler(logger, others.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.handleOtherPod,
+		DeleteFunc: c.handleOtherPod,
 	})
 	owned := cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.handleObject,
@@ -235,6 +246,15 @@ func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
 		// reads the newer object.
 		logger.V(4).Info("Sync met a newer object; retrying", "err", err)
 		c.queue.AddRateLimited(key)
+	case errors.As(err, new(*specError)):
+		// Only an edit cures it, and the edit's event brings the job back.
+		logger.V(2).Info("Sync held: the spec is invalid", "err", err)
+		c.queue.Forget(key)
+	case isBlocked(err):
+		// The job's Blocked condition and its event tell the user; the
+		// retries back off.
+		logger.V(2).Info("Sync blocked; retrying with backoff", "err", err)
+		c.queue.AddRateLimited(key)
 	case err != nil:
 		logger.Error(err, "Syncing MPIJob failed; retrying")
 		c.queue.AddRateLimited(key)
@@ -300,7 +320,7 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 		c.runningSince.Store(newPod.UID, c.clock.Now())
 	}
 	if key, ok := ownerKey(newObj); ok {
-		c.expectations.observeChange(key, newPod.UID)
+		c.expectations.observePod(key, newPod)
 		c.queue.Add(key)
 		if discoverabilityChanged(oldPod, newPod) {
 			c.discoveryQueue.Add(key)
@@ -320,7 +340,7 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	}
 	c.runningSince.Delete(pod.UID)
 	if key, ok := ownerKey(pod); ok {
-		c.expectations.observeChange(key, pod.UID)
+		c.expectations.observeGone(key, pod.UID)
 		c.queue.Add(key)
 		if discoverabilityChanged(pod, nil) {
 			c.discoveryQueue.Add(key)

@@ -150,7 +150,7 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 	ws := toWorkers(job, pods)
 	now := c.clock.Now()
 	recorded := parseConfigState(cm.Annotations)
-	plan := planWorkers(job, ws, recorded.nextIndex, now)
+	plan := planWorkers(job, ws, recorded.nextIndex, c.workerNameHolder(job), now)
 	if len(plan.create) > 0 {
 		logger.V(4).Info("Discovery left to the main sync", "reason", "workers to create")
 		return nil

@@ -83,7 +83,7 @@ func TestDiscoveryWaitsForOwnPodWrites(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
 	err := f.discover(job, func(c *MPIJobController) {
-		c.expectations.expectChange(jobKey(job), "pi-launcher-uid")
+		c.expectations.expectChange(jobKey(job), "pi-launcher-uid", showsDeletion)
 	})
 	if !errors.Is(err, errNotSettled) {
 		t.Errorf("err = %v, want errNotSettled", err)
@@ -258,9 +258,12 @@ func TestPodEventsReachTheFastPathWhenDiscoverabilityChanges(t *testing.T) {
 func TestNoOpPodPatchLeavesNothingToWaitFor(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
-	// The fake API server keeps a pod's resourceVersion on a patch, as a
-	// real one does when the patch changes nothing: no event follows.
-	f.pods[2].ResourceVersion = "7"
+	// The pod holds the value already, so the patch changes nothing and
+	// no event follows.
+	if f.pods[2].Annotations == nil {
+		f.pods[2].Annotations = map[string]string{}
+	}
+	f.pods[2].Annotations[annotationHostsHash] = "same"
 	_, ctx := ktesting.NewTestContext(t)
 	c := f.newController(ctx)
 	if _, err := c.annotatePod(ctx, job, f.pods[2], annotationHostsHash, "same"); err != nil {

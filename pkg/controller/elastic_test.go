@@ -120,10 +120,9 @@ func TestElasticBelowMinReplicasTooLongFails(t *testing.T) {
 	pending := existingWorkers(job, corev1.PodPending, 2)
 	f.pods = append(f.pods, pending...)
 
-	f.sync(job)
+	st, _ := f.syncRecordingEnd(job)
 	// Stopped: the discovery script empties, then every active pod goes.
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"), del("pods", "pi-worker-2"), del("pods", "pi-launcher"))
-	st := f.writtenStatus()
 	c := findCondition(&st, common.JobFailed)
 	if c == nil || c.Reason != reasonWorkersBelowMinimum {
 		t.Fatalf("Failed condition %+v, want WorkersBelowMinimum", c)

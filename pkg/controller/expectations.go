@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
@@ -26,8 +27,10 @@ type podExpectations struct {
 }
 
 type pending struct {
-	creates sets.Set[string]    // names of pods created
-	changes sets.Set[types.UID] // pods patched or deleted
+	creates sets.Set[string] // names of pods created
+	// changes are the pods patched or deleted, each with the test that a
+	// state of the pod shows the change.
+	changes map[types.UID]func(*corev1.Pod) bool
 	since   time.Time
 }
 
@@ -38,7 +41,7 @@ func newPodExpectations(clk clock.PassiveClock) *podExpectations {
 func (e *podExpectations) entry(key string) *pending {
 	p := e.jobs[key]
 	if p == nil {
-		p = &pending{creates: sets.New[string](), changes: sets.New[types.UID]()}
+		p = &pending{creates: sets.New[string](), changes: map[types.UID]func(*corev1.Pod) bool{}}
 		e.jobs[key] = p
 	}
 	p.since = e.clock.Now()
@@ -53,11 +56,11 @@ func (e *podExpectations) expectCreate(key, name string) {
 }
 
 // expectChange records that the controller patched or deleted the pod
-// with uid.
-func (e *podExpectations) expectChange(key string, uid types.UID) {
+// with uid; shows tells whether a state of the pod includes that change.
+func (e *podExpectations) expectChange(key string, uid types.UID, shows func(*corev1.Pod) bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.entry(key).changes.Insert(uid)
+	e.entry(key).changes[uid] = shows
 }
 
 // observeCreate is called when the informer shows pod name of job key.
@@ -70,20 +73,34 @@ func (e *podExpectations) observeCreate(key, name string) {
 	}
 }
 
-// observeChange is called for every update or deletion of the pod with
-// uid that the informer shows: events come in order, so the first one after
-// the controller's own change shows that change or a later state.
-func (e *podExpectations) observeChange(key string, uid types.UID) {
+// observePod is called for every state of a pod of job key that the
+// informer shows. An expected change is settled only by a state that
+// includes it: an update event that was on its way before the change was
+// made does not count.
+func (e *podExpectations) observePod(key string, pod *corev1.Pod) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if p := e.jobs[key]; p != nil {
-		p.changes.Delete(uid)
+		if shows, ok := p.changes[pod.UID]; ok && shows(pod) {
+			delete(p.changes, pod.UID)
+			e.forgetIfDone(key, p)
+		}
+	}
+}
+
+// observeGone is called when the pod with uid is deleted, and when a
+// request to change it failed: either way, no later state will come.
+func (e *podExpectations) observeGone(key string, uid types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.jobs[key]; p != nil {
+		delete(p.changes, uid)
 		e.forgetIfDone(key, p)
 	}
 }
 
 func (e *podExpectations) forgetIfDone(key string, p *pending) {
-	if p.creates.Len() == 0 && p.changes.Len() == 0 {
+	if p.creates.Len() == 0 && len(p.changes) == 0 {
 		delete(e.jobs, key)
 	}
 }
@@ -110,7 +127,7 @@ func (e *podExpectations) changing(key string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p := e.jobs[key]
-	return p != nil && p.changes.Len() > 0 && e.clock.Since(p.since) <= expectationsTimeout
+	return p != nil && len(p.changes) > 0 && e.clock.Since(p.since) <= expectationsTimeout
 }
 
 // forget drops what is expected of a job, when it is gone.
@@ -119,3 +136,11 @@ func (e *podExpectations) forget(key string) {
 	defer e.mu.Unlock()
 	delete(e.jobs, key)
 }
+
+// showsAnnotation is the test of a change that sets an annotation.
+func showsAnnotation(name, value string) func(*corev1.Pod) bool {
+	return func(p *corev1.Pod) bool { return p.Annotations[name] == value }
+}
+
+// showsDeletion is the test of a deletion: the pod is terminating.
+func showsDeletion(p *corev1.Pod) bool { return p.DeletionTimestamp != nil }

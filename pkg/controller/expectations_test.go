@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -18,7 +19,7 @@ func TestPodExpectations(t *testing.T) {
 		t.Fatal("a job with nothing expected is not satisfied")
 	}
 	e.expectCreate("ns/a", "a-worker-0")
-	e.expectChange("ns/a", "uid-1")
+	e.expectChange("ns/a", "uid-1", showsDeletion)
 	if e.satisfied("ns/a") {
 		t.Fatal("satisfied with a create and a change pending")
 	}
@@ -29,11 +30,11 @@ func TestPodExpectations(t *testing.T) {
 		t.Fatal("changing does not tell the pending change of ns/a alone")
 	}
 	e.observeCreate("ns/a", "a-worker-0")
-	e.observeChange("ns/a", "uid-other")
+	e.observeGone("ns/a", "uid-other")
 	if e.satisfied("ns/a") {
 		t.Fatal("satisfied with a change pending")
 	}
-	e.observeChange("ns/a", "uid-1")
+	e.observeGone("ns/a", "uid-1")
 	if !e.satisfied("ns/a") || e.changing("ns/a") {
 		t.Fatal("not satisfied once every change was observed")
 	}
@@ -44,7 +45,7 @@ func TestPodExpectations(t *testing.T) {
 	e.forget("ns/a")
 
 	e.expectCreate("ns/a", "a-worker-1")
-	e.expectChange("ns/a", "uid-2")
+	e.expectChange("ns/a", "uid-2", showsDeletion)
 	clk.Step(expectationsTimeout + time.Second)
 	if e.changing("ns/a") {
 		t.Fatal("a missed change event counts past the timeout")
@@ -56,6 +57,43 @@ func TestPodExpectations(t *testing.T) {
 	e.forget("ns/a")
 	if !e.satisfied("ns/a") {
 		t.Fatal("forget left expectations behind")
+	}
+}
+
+// TestOldPodStateSettlesNothing: an update event that left before the
+// controller's change (a status update of the kubelet, say) shows the pod
+// without it; only a state that includes the change settles it.
+func TestOldPodStateSettlesNothing(t *testing.T) {
+	e := newPodExpectations(clocktesting.NewFakeClock(testNow))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-worker-1", UID: "uid-1"}}
+	e.expectChange("ns/a", pod.UID, showsAnnotation(annotationDrainingSince, "t1"))
+	e.observePod("ns/a", pod)
+	if e.satisfied("ns/a") {
+		t.Fatal("a state without the annotation settled the expected patch")
+	}
+	other := pod.DeepCopy()
+	other.Annotations = map[string]string{annotationDrainingSince: "t0"}
+	e.observePod("ns/a", other)
+	if e.satisfied("ns/a") {
+		t.Fatal("a state with another value settled the expected patch")
+	}
+	patched := pod.DeepCopy()
+	patched.Annotations = map[string]string{annotationDrainingSince: "t1"}
+	e.observePod("ns/a", patched)
+	if !e.satisfied("ns/a") {
+		t.Fatal("the patched state did not settle the expectation")
+	}
+
+	e.expectChange("ns/a", pod.UID, showsDeletion)
+	e.observePod("ns/a", patched)
+	if e.satisfied("ns/a") {
+		t.Fatal("a state that is not terminating settled the expected deletion")
+	}
+	terminating := patched.DeepCopy()
+	terminating.DeletionTimestamp = &metav1.Time{Time: testNow}
+	e.observePod("ns/a", terminating)
+	if !e.satisfied("ns/a") {
+		t.Fatal("the terminating state did not settle the expected deletion")
 	}
 }
 
@@ -149,7 +187,7 @@ func TestFilesWaitForOwnPodChanges(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
 	if _, err := f.syncPrepared(job, func(c *MPIJobController) {
-		c.expectations.expectChange(jobKey(job), "pi-worker-1-uid")
+		c.expectations.expectChange(jobKey(job), "pi-worker-1-uid", showsDeletion)
 	}); err != nil {
 		t.Fatal(err)
 	}

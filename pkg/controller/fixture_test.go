@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/rest"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -95,7 +96,10 @@ func (f *fixture) newController(ctx context.Context) *MPIJobController {
 	// go to fakePodGroups.
 	volcano := volcanoclient.NewForConfigOrDie(&rest.Config{Host: "http://127.0.0.1:1"})
 
-	inf := NewInformers(f.kubeClient, f.mpiClient, volcano, f.cfg)
+	// The metadata client is never listed either: its cache is filled by
+	// hand like the others.
+	meta := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+	inf := NewInformers(f.kubeClient, meta, f.mpiClient, volcano, f.cfg)
 	f.inf = inf
 	c := newController(ctx, f.kubeClient, f.mpiClient, volcano, inf, f.cfg, f.recorder, f.clock)
 	if c.podGroups != nil {
@@ -110,7 +114,13 @@ func (f *fixture) newController(ctx context.Context) *MPIJobController {
 		add(inf.jobs.Kubeflow().V1().MPIJobs().Informer(), o)
 	}
 	for _, o := range f.pods {
-		add(inf.pods.Core().V1().Pods().Informer(), o)
+		// Each pod goes where the informers' label selectors put it.
+		if _, ok := o.Labels[labelMPIJobName]; ok {
+			add(inf.pods.Core().V1().Pods().Informer(), o)
+			continue
+		}
+		m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: o.ObjectMeta}
+		add(inf.otherPodsInformer().Informer(), m)
 	}
 	for _, o := range f.cms {
 		add(inf.labelled.Core().V1().ConfigMaps().Informer(), o)

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanoinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 
@@ -39,17 +41,20 @@ type Config struct {
 // filters, and every cached object is trimmed to what the controller reads,
 // so that memory grows with the jobs' own objects only.
 type Informers struct {
-	jobs     mpiinformers.SharedInformerFactory
-	pods     informers.SharedInformerFactory // pods of MPIJobs
-	labelled informers.SharedInformerFactory // ConfigMaps and ServiceAccounts of MPIJobs
-	rbac     informers.SharedInformerFactory
-	volcano  volcanoinformers.SharedInformerFactory // nil without gang scheduling
+	jobs mpiinformers.SharedInformerFactory
+	pods informers.SharedInformerFactory // pods of MPIJobs
+	// otherPods are every other pod, names and owners only: a pod that is
+	// not the job's may hold the name of one of its workers.
+	otherPods metadatainformer.SharedInformerFactory
+	labelled  informers.SharedInformerFactory // ConfigMaps and ServiceAccounts of MPIJobs
+	rbac      informers.SharedInformerFactory
+	volcano   volcanoinformers.SharedInformerFactory // nil without gang scheduling
 }
 
 // NewInformers returns the factories for cfg. volcanoClient may be nil when
 // gang scheduling is off. Nothing is resynced periodically: the controller
 // acts on changes, and retries its own failures.
-func NewInformers(kubeClient kubernetes.Interface, mpiClient clientset.Interface, volcanoClient volcanoclient.Interface, cfg Config) *Informers {
+func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface, mpiClient clientset.Interface, volcanoClient volcanoclient.Interface, cfg Config) *Informers {
 	ns := informers.WithNamespace(cfg.Namespace)
 	withLabel := func(key string) informers.SharedInformerOption {
 		return informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = key })
@@ -63,7 +68,11 @@ func NewInformers(kubeClient kubernetes.Interface, mpiClient clientset.Interface
 			withLabel(labelApp), informers.WithTransform(trimConfigMap)),
 		rbac: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
 			informers.WithTransform(trimManagedFields)),
+		otherPods: metadatainformer.NewFilteredSharedInformerFactory(metaClient, resyncNever, cfg.Namespace,
+			func(o *metav1.ListOptions) { o.LabelSelector = "!" + labelMPIJobName }),
 	}
+	// Set before anything can start the informer, which refuses it after.
+	_ = inf.otherPodsInformer().Informer().SetTransform(trimPodMetadata)
 	if volcanoClient != nil && cfg.GangSchedulerName != "" {
 		inf.volcano = volcanoinformers.NewSharedInformerFactoryWithOptions(volcanoClient, resyncNever,
 			volcanoinformers.WithNamespace(cfg.Namespace),
@@ -78,6 +87,7 @@ func (i *Informers) Start(stopCh <-chan struct{}) {
 	i.pods.Start(stopCh)
 	i.labelled.Start(stopCh)
 	i.rbac.Start(stopCh)
+	i.otherPods.Start(stopCh)
 	if i.volcano != nil {
 		i.volcano.Start(stopCh)
 	}
@@ -90,6 +100,7 @@ func (i *Informers) Shutdown() {
 	i.pods.Shutdown()
 	i.labelled.Shutdown()
 	i.rbac.Shutdown()
+	i.otherPods.Shutdown()
 	if i.volcano != nil {
 		i.volcano.Shutdown()
 	}
@@ -119,20 +130,7 @@ func trimPod(obj any) (any, error) {
 	if !ok {
 		return trimManagedFields(obj)
 	}
-	ref := metav1.GetControllerOf(pod)
-	pod.ObjectMeta = metav1.ObjectMeta{
-		Name:              pod.Name,
-		Namespace:         pod.Namespace,
-		UID:               pod.UID,
-		ResourceVersion:   pod.ResourceVersion,
-		CreationTimestamp: pod.CreationTimestamp,
-		DeletionTimestamp: pod.DeletionTimestamp,
-		Labels:            keep(pod.Labels, keptPodLabels),
-		Annotations:       keep(pod.Annotations, keptPodAnnotations),
-	}
-	if ref != nil {
-		pod.OwnerReferences = []metav1.OwnerReference{*ref}
-	}
+	pod.ObjectMeta = trimmedMeta(&pod.ObjectMeta, keep(pod.Labels, keptPodLabels), keep(pod.Annotations, keptPodAnnotations))
 	var statuses []corev1.ContainerStatus
 	if pod.Labels[labelMPIRole] == roleLauncher {
 		for _, s := range pod.Status.ContainerStatuses {
@@ -150,6 +148,44 @@ func trimPod(obj any) (any, error) {
 		ContainerStatuses: statuses,
 	}
 	return pod, nil
+}
+
+var podsResource = corev1.SchemeGroupVersion.WithResource("pods")
+
+func (i *Informers) otherPodsInformer() informers.GenericInformer {
+	return i.otherPods.ForResource(podsResource)
+}
+
+// trimPodMetadata keeps, of a pod that no MPIJob labels, what tells whether
+// it is in the way of a job's worker: its name, identity, controller and
+// deletion.
+func trimPodMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	m.ObjectMeta = trimmedMeta(&m.ObjectMeta, nil, nil)
+	return m, nil
+}
+
+// trimmedMeta is what the caches keep of an object's metadata: its name,
+// identity, version, creation and deletion, controller, and the labels and
+// annotations given.
+func trimmedMeta(m *metav1.ObjectMeta, labels, annotations map[string]string) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		CreationTimestamp: m.CreationTimestamp,
+		DeletionTimestamp: m.DeletionTimestamp,
+		Labels:            labels,
+		Annotations:       annotations,
+	}
+	if ref := metav1.GetControllerOf(m); ref != nil {
+		out.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	return out
 }
 
 // keep returns the entries of m under keys, or nil when there are none.

@@ -28,7 +28,7 @@ func (c *MPIJobController) syncPodGroup(ctx context.Context, job *kubeflow.MPIJo
 	if c.pgLister == nil {
 		return nil
 	}
-	_, err := ensure(ctx, c, job, c.podGroupChild(), newPodGroup(job, podGroupMinMember(job)))
+	_, err := ensure(ctx, job, c.podGroupChild(), newPodGroup(job, podGroupMinMember(job)))
 	return err
 }
 
@@ -37,6 +37,9 @@ func (c *MPIJobController) podGroupChild() child[*volcanov1beta1.PodGroup] {
 		kind: "PodGroup",
 		get: func(ns, name string) (*volcanov1beta1.PodGroup, error) {
 			return c.pgLister.PodGroups(ns).Get(name)
+		},
+		fetch: func(ctx context.Context, ns, name string) (*volcanov1beta1.PodGroup, error) {
+			return c.podGroups(ns).Get(ctx, name, metav1.GetOptions{})
 		},
 		create: func(ctx context.Context, pg *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, error) {
 			return c.podGroups(pg.Namespace).Create(ctx, pg, metav1.CreateOptions{})

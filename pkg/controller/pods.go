@@ -60,8 +60,7 @@ func (c *MPIJobController) podCreateError(ctx context.Context, job *kubeflow.MPI
 	}
 	existing, getErr := c.kubeClient.CoreV1().Pods(job.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if getErr == nil && !metav1.IsControlledBy(existing, job) {
-		c.resourceExists(job, "Pod", name)
-		return errResourceExists
+		return newForeignError(job, "Pod", name)
 	}
 	return fmt.Errorf("creating pod %s: %w", name, err)
 }
@@ -133,20 +132,20 @@ func (c *MPIJobController) createPod(ctx context.Context, job *kubeflow.MPIJob, 
 func (c *MPIJobController) annotatePod(ctx context.Context, job *kubeflow.MPIJob, pod *corev1.Pod, name, value string) (*corev1.Pod, error) {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, name, value)
 	key := jobKey(job)
-	c.expectations.expectChange(key, pod.UID)
+	c.expectations.expectChange(key, pod.UID, showsAnnotation(name, value))
 	patched, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
-		c.expectations.observeChange(key, pod.UID)
+		c.expectations.observeGone(key, pod.UID)
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
 		return nil, err
 	}
-	if cached, err := c.podLister.Pods(pod.Namespace).Get(pod.Name); err == nil && cached.ResourceVersion == patched.ResourceVersion {
-		// The cache shows the result already: an event came before this
+	if cached, err := c.podLister.Pods(pod.Namespace).Get(pod.Name); err == nil && cached.UID == pod.UID {
+		// The cache may show the result already: an event came before this
 		// check did, or the patch changed nothing (another write had set
 		// the same value) and no event will come.
-		c.expectations.observeChange(key, pod.UID)
+		c.expectations.observePod(key, cached)
 	}
 	return patched, nil
 }
@@ -154,13 +153,13 @@ func (c *MPIJobController) annotatePod(ctx context.Context, job *kubeflow.MPIJob
 // deletePod deletes exactly this pod: not a newer one of the same name.
 func (c *MPIJobController) deletePod(ctx context.Context, job *kubeflow.MPIJob, pod *corev1.Pod) error {
 	key, uid := jobKey(job), pod.UID
-	c.expectations.expectChange(key, uid)
+	c.expectations.expectChange(key, uid, showsDeletion)
 	err := c.kubeClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &uid},
 	})
 	if err != nil {
 		// Nothing changed, so no event will come for it.
-		c.expectations.observeChange(key, uid)
+		c.expectations.observeGone(key, uid)
 		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 		}

@@ -21,18 +21,18 @@ import (
 func (c *MPIJobController) syncLauncherRBAC(ctx context.Context, job *kubeflow.MPIJob, exec []string) error {
 	err := concurrently(
 		func() error {
-			_, err := ensure(ctx, c, job, c.serviceAccountChild(), newLauncherServiceAccount(job))
+			_, err := ensure(ctx, job, c.serviceAccountChild(), newLauncherServiceAccount(job))
 			return err
 		},
 		func() error {
-			_, err := ensure(ctx, c, job, c.roleChild(), newLauncherRole(job, exec))
+			_, err := ensure(ctx, job, c.roleChild(), newLauncherRole(job, exec))
 			return err
 		},
 	)
 	if err != nil {
 		return err
 	}
-	_, err = ensure(ctx, c, job, c.roleBindingChild(), newLauncherRoleBinding(job))
+	_, err = ensure(ctx, job, c.roleBindingChild(), newLauncherRoleBinding(job))
 	return err
 }
 
@@ -41,6 +41,9 @@ func (c *MPIJobController) serviceAccountChild() child[*corev1.ServiceAccount] {
 		kind: "ServiceAccount",
 		get: func(ns, name string) (*corev1.ServiceAccount, error) {
 			return c.saLister.ServiceAccounts(ns).Get(name)
+		},
+		fetch: func(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
+			return c.kubeClient.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
 		},
 		create: func(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
 			return c.kubeClient.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{})
@@ -58,6 +61,9 @@ func (c *MPIJobController) roleChild() child[*rbacv1.Role] {
 		kind: "Role",
 		get: func(ns, name string) (*rbacv1.Role, error) {
 			return c.roleLister.Roles(ns).Get(name)
+		},
+		fetch: func(ctx context.Context, ns, name string) (*rbacv1.Role, error) {
+			return c.kubeClient.RbacV1().Roles(ns).Get(ctx, name, metav1.GetOptions{})
 		},
 		create: func(ctx context.Context, r *rbacv1.Role) (*rbacv1.Role, error) {
 			return c.kubeClient.RbacV1().Roles(r.Namespace).Create(ctx, r, metav1.CreateOptions{})
@@ -81,6 +87,9 @@ func (c *MPIJobController) roleBindingChild() child[*rbacv1.RoleBinding] {
 		kind: "RoleBinding",
 		get: func(ns, name string) (*rbacv1.RoleBinding, error) {
 			return c.rbLister.RoleBindings(ns).Get(name)
+		},
+		fetch: func(ctx context.Context, ns, name string) (*rbacv1.RoleBinding, error) {
+			return c.kubeClient.RbacV1().RoleBindings(ns).Get(ctx, name, metav1.GetOptions{})
 		},
 		create: func(ctx context.Context, rb *rbacv1.RoleBinding) (*rbacv1.RoleBinding, error) {
 			return c.kubeClient.RbacV1().RoleBindings(rb.Namespace).Create(ctx, rb, metav1.CreateOptions{})

@@ -40,10 +40,17 @@ func deadlineLeft(job *kubeflow.MPIJob, now metav1.Time) (time.Duration, bool) {
 // host any more, the pods that cleanPodPolicy names are deleted (all active
 // pods when the job failed for running too long, restarting too often or
 // staying below its minimum of workers),
-// and the job itself is deleted once its TTL has passed.
-func (c *MPIJobController) reconcileFinished(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.Pod, now metav1.Time) (time.Duration, error) {
+// and the job itself is deleted once its TTL has passed. As the Job
+// controller does, it acts only once the job's end is recorded in the
+// status the cache shows: until then this sync's status write, which the
+// caller makes, may still be lost or conflict, and the job update event
+// that follows a successful one brings the job back.
+func (c *MPIJobController) reconcileFinished(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.Pod, recorded bool, now metav1.Time) (time.Duration, error) {
 	if job.Status.CompletionTime == nil {
 		job.Status.CompletionTime = &now
+	}
+	if !recorded {
+		return 0, nil
 	}
 	if err := c.clearHosts(ctx, job); err != nil {
 		return 0, err
@@ -80,7 +87,7 @@ func (c *MPIJobController) clearHosts(ctx context.Context, job *kubeflow.MPIJob)
 		want.Data[k] = v
 	}
 	want.Data[discoverHostsKey] = "#!/bin/sh\n"
-	_, err = ensure(ctx, c, job, c.configMapChild(), want)
+	_, err = ensure(ctx, job, c.configMapChild(), want)
 	return err
 }
 

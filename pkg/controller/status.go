@@ -203,7 +203,7 @@ func (c *MPIJobController) announce(job *kubeflow.MPIJob, old *common.JobStatus)
 		case common.JobFailed:
 			c.recorder.Event(job, corev1.EventTypeWarning, cond.Reason, cond.Message)
 			metrics.JobsFailed.Inc()
-		case common.JobRestarting:
+		case common.JobRestarting, conditionBlocked:
 			c.recorder.Event(job, corev1.EventTypeWarning, cond.Reason, cond.Message)
 		}
 	}

@@ -52,6 +52,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	now := metav1.NewTime(c.clock.Now())
 
 	requeue, err := c.reconcile(ctx, job, now)
+	updateBlocked(&job.Status, err, now)
 	if base, ok := c.statusBase.Load(key); ok && base == shared.ResourceVersion {
 		// The cache does not show the last status write yet; the job's
 		// update event brings it back.
@@ -67,13 +68,13 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 // reconcile acts on a defaulted copy of the job and records the outcome in
 // its status, which the caller writes.
 func (c *MPIJobController) reconcile(ctx context.Context, job *kubeflow.MPIJob, now metav1.Time) (time.Duration, error) {
-	if !isFinished(&job.Status) {
-		if errs := validateJob(job); len(errs) > 0 {
-			c.failJob(job, reasonInvalidSpec, fmt.Sprintf("MPIJob %s/%s is invalid: %v", job.Namespace, job.Name, errs.ToAggregate()), now)
-		} else if findCondition(&job.Status, common.JobCreated) == nil {
-			msg := fmt.Sprintf("MPIJob %s/%s is created.", job.Namespace, job.Name)
-			setCondition(&job.Status, common.JobCreated, reasonCreated, msg, now)
-		}
+	// Whether the job's end is recorded already: the pods of a finished job
+	// are wound down only once it is, so that a lost status write cannot
+	// leave a job whose pods are gone and that starts them again.
+	recorded := isFinished(&job.Status)
+	var invalid error
+	if !recorded {
+		invalid = c.checkSpec(job, now)
 	}
 	if job.Status.StartTime == nil {
 		job.Status.StartTime = &now
@@ -89,6 +90,9 @@ func (c *MPIJobController) reconcile(ctx context.Context, job *kubeflow.MPIJob, 
 	}
 	countWorkers(job, workers)
 	countLauncher(job, launcher)
+	if invalid != nil {
+		return 0, invalid
+	}
 
 	var requeue time.Duration
 	if !isFinished(&job.Status) {
@@ -98,7 +102,7 @@ func (c *MPIJobController) reconcile(ctx context.Context, job *kubeflow.MPIJob, 
 		}
 	}
 	if isFinished(&job.Status) {
-		return c.reconcileFinished(ctx, job, launcher, workers, now)
+		return c.reconcileFinished(ctx, job, launcher, workers, recorded, now)
 	}
 	return requeue, nil
 }
@@ -118,7 +122,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 
 	ws := toWorkers(job, workers)
 	recorded := c.recordedState(job)
-	plan := planWorkers(job, ws, recorded.nextIndex, now.Time)
+	plan := planWorkers(job, ws, recorded.nextIndex, c.workerNameHolder(job), now.Time)
 	state, belowMin := c.trackMinReplicas(job, ws, recorded, plan.nextIndex, now)
 	if isFinished(&job.Status) {
 		return 0, nil
@@ -175,14 +179,40 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 		if err := c.markReplaced(ctx, job, ws, plan.create); err != nil {
 			return 0, err
 		}
-		if launcher, err = c.syncLauncher(ctx, job, launcher, cm); err != nil {
-			return 0, err
+		// A launcher would start the ranks with a host that is not the
+		// job's: it waits until no worker name is held.
+		if launcher != nil || len(plan.inTheWay) == 0 {
+			if launcher, err = c.syncLauncher(ctx, job, launcher, cm); err != nil {
+				return 0, err
+			}
 		}
 	}
 	c.updateRunning(job, launcher, ws, now)
 	updateResizing(job, ws, plan, now)
 	deadline, _ := deadlineLeft(job, now)
-	return minPositive(minPositive(plan.requeue, belowMin), deadline), nil
+	return minPositive(minPositive(plan.requeue, belowMin), deadline), blockedWorkers(job, plan.blocked)
+}
+
+// checkSpec validates the job. A job that has not started fails with an
+// invalid spec, as the upstream operator failed it. One that has started
+// (its spec was edited, or a newer controller checks more than the one that
+// accepted it) is held instead: its pods and files stay as they are, and it
+// is Blocked until its spec is valid again, since failing it would stop a
+// training run over an edit. The API server refuses such edits where the
+// CRD can see them; this covers the rest and older CRDs.
+func (c *MPIJobController) checkSpec(job *kubeflow.MPIJob, now metav1.Time) error {
+	errs := validateJob(job)
+	started := findCondition(&job.Status, common.JobCreated) != nil
+	switch {
+	case len(errs) == 0 && !started:
+		msg := fmt.Sprintf("MPIJob %s/%s is created.", job.Namespace, job.Name)
+		setCondition(&job.Status, common.JobCreated, reasonCreated, msg, now)
+	case len(errs) > 0 && !started:
+		c.failJob(job, reasonInvalidSpec, fmt.Sprintf("MPIJob %s/%s is invalid: %v", job.Namespace, job.Name, errs.ToAggregate()), now)
+	case len(errs) > 0:
+		return &specError{job: jobKey(job), errs: errs}
+	}
+	return nil
 }
 
 // getLauncher returns the job's launcher pod, or nil when there is none.
@@ -195,8 +225,7 @@ func (c *MPIJobController) getLauncher(job *kubeflow.MPIJob) (*corev1.Pod, error
 		return nil, err
 	}
 	if !metav1.IsControlledBy(pod, job) {
-		c.resourceExists(job, "Pod", pod.Name)
-		return nil, errResourceExists
+		return nil, newForeignError(job, "Pod", pod.Name)
 	}
 	return pod, nil
 }

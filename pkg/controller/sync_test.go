@@ -223,8 +223,9 @@ func TestChildNotControlledStopsSync(t *testing.T) {
 				m.Labels = map[string]string{}
 				f.pods = append(f.pods, &corev1.Pod{ObjectMeta: m})
 			},
+			// Its name never reaches the Role, and no pod is created.
 			want: []action{create("configmaps", "pi-config"), create("serviceaccounts", "pi-launcher"),
-				create("roles", "pi-launcher"), create("rolebindings", "pi-launcher"), create("pods", "pi-worker-0")},
+				create("roles", "pi-launcher"), create("rolebindings", "pi-launcher")},
 		},
 	}
 	for name, tc := range cases {
@@ -344,13 +345,12 @@ func TestLauncherSucceeded(t *testing.T) {
 			job.Spec.CleanPodPolicy = &tc.policy
 			f.pods[1].Status.Phase = corev1.PodSucceeded
 			f.pods[2].Status.Phase = corev1.PodSucceeded
-			f.sync(job)
+			st, events := f.syncRecordingEnd(job)
 			// The discovery script is emptied before any worker goes.
 			f.expectKubeWrites(append([]action{update("configmaps", "pi-config")}, tc.deletes...)...)
 			if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != "#!/bin/sh\n" {
 				t.Errorf("discover_hosts.sh of a finished job = %q", got)
 			}
-			st := f.writtenStatus()
 			if !hasCondition(&st, common.JobSucceeded) || hasCondition(&st, common.JobRunning) {
 				t.Errorf("conditions %+v, want Succeeded and Running False", st.Conditions)
 			}
@@ -363,7 +363,6 @@ func TestLauncherSucceeded(t *testing.T) {
 			if st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Succeeded != 1 {
 				t.Errorf("launcher status %+v", st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher])
 			}
-			events := f.events()
 			if len(events) == 0 || events[len(events)-1] != "Normal MPIJobSucceeded MPIJob ns/pi successfully completed." {
 				t.Errorf("events %q", events)
 			}
@@ -377,7 +376,7 @@ func TestCleanPodPolicyFromRunPolicy(t *testing.T) {
 	all := common.CleanPodPolicyAll
 	job.Spec.RunPolicy = &common.RunPolicy{CleanPodPolicy: &all}
 	f.pods[1].Status.Phase = corev1.PodSucceeded
-	f.sync(job)
+	f.syncRecordingEnd(job)
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"))
 }
 
@@ -401,9 +400,8 @@ func TestLauncherFailed(t *testing.T) {
 				l.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "launcher",
 					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: tc.exitCode}}}}
 			}
-			f.sync(job)
+			st, events := f.syncRecordingEnd(job)
 			f.expectKubeWrites(update("configmaps", "pi-config"))
-			st := f.writtenStatus()
 			c := findCondition(&st, common.JobFailed)
 			if c == nil || c.Reason != tc.wantReason || c.Message != tc.wantMsg {
 				t.Errorf("Failed condition %+v, want reason %s message %q", c, tc.wantReason, tc.wantMsg)
@@ -411,8 +409,8 @@ func TestLauncherFailed(t *testing.T) {
 			if st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed != 1 {
 				t.Errorf("launcher failed count %d", st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed)
 			}
-			if e := f.events(); len(e) != 1 || !strings.HasPrefix(e[0], "Warning "+tc.wantReason+" ") {
-				t.Errorf("events %q", e)
+			if len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+tc.wantReason+" ") {
+				t.Errorf("events %q", events)
 			}
 		})
 	}
@@ -512,17 +510,54 @@ func TestLauncherRestartNotDeletedWhenRecordFails(t *testing.T) {
 	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].RestartPolicy = common.RestartPolicyExitCode
 	job.Spec.RunPolicy = &common.RunPolicy{BackoffLimit: ptr[int32](1)}
 	failedLauncher(f, 137)
-	for range 2 { // the failed sync, and its retry on the same cache
+	f.expectNoWriteWhileStatusConflicts(job)
+}
+
+// expectNoWriteWhileStatusConflicts syncs job twice (a sync, and its retry
+// on the same cache) while every status write conflicts, and checks that
+// neither sync wrote to any child.
+func (f *fixture) expectNoWriteWhileStatusConflicts(job *kubeflow.MPIJob) {
+	f.t.Helper()
+	for range 2 {
 		_, err := f.syncPrepared(job, func(*MPIJobController) {
 			f.mpiClient.PrependReactor("update", "mpijobs", func(core.Action) (bool, runtime.Object, error) {
 				return true, nil, apierrors.NewConflict(kubeflow.Resource("mpijobs"), "pi", errors.New("stale"))
 			})
 		})
 		if !apierrors.IsConflict(err) {
-			t.Fatalf("sync error %v, want the conflict", err)
+			f.t.Fatalf("sync error %v, want the conflict", err)
 		}
 		f.expectKubeWrites()
 	}
+}
+
+// syncRecordingEnd syncs a job that is about to finish: the first sync only
+// records the end, touching no child; it returns the status and events of
+// that sync, and runs a second sync on a cache that shows the status, as the
+// job's update event would, whose writes the test then checks.
+func (f *fixture) syncRecordingEnd(job *kubeflow.MPIJob) (common.JobStatus, []string) {
+	f.t.Helper()
+	f.sync(job)
+	f.expectKubeWrites()
+	st, events := f.writtenStatus(), f.events()
+	if !isFinished(&st) {
+		f.t.Fatalf("the first sync did not record the end: %+v", st.Conditions)
+	}
+	job.Status = st
+	f.sync(job)
+	return st, events
+}
+
+// TestFinishedPodsStayWhenRecordFails: the pods of a job out of retries go
+// only once its Failed condition is written; while that write conflicts,
+// they stay, so that no retry starts the job again.
+func TestFinishedPodsStayWhenRecordFails(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 1)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].RestartPolicy = common.RestartPolicyOnFailure
+	job.Spec.RunPolicy = &common.RunPolicy{BackoffLimit: ptr[int32](3)}
+	f.pods[1].Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "launcher", RestartCount: 4}}
+	f.expectNoWriteWhileStatusConflicts(job)
 }
 
 func TestExitCodeBackoffLimitExceeded(t *testing.T) {
@@ -533,10 +568,9 @@ func TestExitCodeBackoffLimitExceeded(t *testing.T) {
 	job.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed = 2
 	failedLauncher(f, 137)
 
-	f.sync(job)
+	st, _ := f.syncRecordingEnd(job)
 	// The job is stopped: its running worker goes whatever cleanPodPolicy says.
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"))
-	st := f.writtenStatus()
 	if c := findCondition(&st, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
 		t.Errorf("Failed condition %+v, want BackoffLimitExceeded", c)
 	}
@@ -561,10 +595,9 @@ func TestOnFailureBackoffLimitStopsLauncher(t *testing.T) {
 	job.Spec.RunPolicy = &common.RunPolicy{BackoffLimit: ptr[int32](3)}
 	f.pods[1].Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "launcher", RestartCount: 4}}
 
-	f.sync(job)
+	st, _ := f.syncRecordingEnd(job)
 	// Backoff failures stop every active pod, whatever cleanPodPolicy says.
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"), del("pods", "pi-launcher"))
-	st := f.writtenStatus()
 	if c := findCondition(&st, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
 		t.Errorf("Failed condition %+v", c)
 	}
@@ -587,9 +620,8 @@ func TestActiveDeadline(t *testing.T) {
 	f := newFixture(t)
 	job := runningJob(f, 1)
 	job.Spec.RunPolicy = &common.RunPolicy{ActiveDeadlineSeconds: ptr[int64](3600)}
-	f.sync(job)
+	st, _ := f.syncRecordingEnd(job)
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"), del("pods", "pi-launcher"))
-	st := f.writtenStatus()
 	c := findCondition(&st, common.JobFailed)
 	if c == nil || c.Reason != reasonDeadlineExceeded {
 		t.Fatalf("Failed condition %+v, want DeadlineExceeded", c)

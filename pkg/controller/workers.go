@@ -48,7 +48,12 @@ type workerPlan struct {
 	hosts hostLists
 	// exec are the workers the launcher may exec into: every worker that
 	// exists and has not finished, and every worker about to be created.
+	// No name that a pod of someone else's holds is among them.
 	exec []string
+	// inTheWay are the names of a fixed job's workers that pods the job
+	// does not control hold; blocked are those of them that are not being
+	// deleted.
+	inTheWay, blocked []string
 	// requeue is the wait until the next drained worker may be deleted.
 	requeue time.Duration
 	// nextIndex is the lowest index above every worker an elastic job has
@@ -97,14 +102,24 @@ func desiredWorkers(job *kubeflow.MPIJob) int {
 }
 
 // planWorkers decides the next step for a job's workers (sorted by index).
-// nextIndex is the lowest index the job has never used, as last recorded.
-func planWorkers(job *kubeflow.MPIJob, workers []worker, nextIndex int, now time.Time) workerPlan {
+// nextIndex is the lowest index the job has never used, as last recorded;
+// holderOf tells whether a pod the job does not control holds the name of
+// the worker of an index.
+func planWorkers(job *kubeflow.MPIJob, workers []worker, nextIndex int, holderOf func(int) holder, now time.Time) workerPlan {
 	var plan workerPlan
 	if job.Spec.ElasticPolicy != nil {
 		plan.nextIndex = unusedIndex(workers, nextIndex)
-		plan.create, plan.drain = resizeElastic(workers, desiredWorkers(job), plan.nextIndex)
+		plan.create, plan.drain = resizeElastic(workers, desiredWorkers(job), plan.nextIndex, holderOf)
 	} else {
-		plan.create, plan.drain, plan.remove = resizeFixed(workers, desiredWorkers(job))
+		var held []int
+		plan.create, plan.drain, plan.remove, held = resizeFixed(workers, desiredWorkers(job), holderOf)
+		for _, i := range held {
+			name := workerName(job, i)
+			plan.inTheWay = append(plan.inTheWay, name)
+			if holderOf(i) == nameHeld {
+				plan.blocked = append(plan.blocked, name)
+			}
+		}
 	}
 	chosen := make(map[*corev1.Pod]bool, len(plan.drain))
 	for _, p := range plan.drain {
@@ -170,8 +185,9 @@ func mergeByIndex(job *kubeflow.MPIJob, workers []worker, names []string, create
 // resizeFixed keeps a job without an elastic policy on the workers
 // 0..replicas-1, as the upstream operator did: missing ones are created once
 // no pod holds their name, those above the range are drained (or, when they
-// have finished and so are listed nowhere, deleted at once).
-func resizeFixed(workers []worker, replicas int) (create []int, drain, remove []*corev1.Pod) {
+// have finished and so are listed nowhere, deleted at once). held are the
+// indices whose names pods of someone else's hold.
+func resizeFixed(workers []worker, replicas int, holderOf func(int) holder) (create []int, drain, remove []*corev1.Pod, held []int) {
 	taken := map[int]bool{}
 	for _, w := range workers {
 		taken[w.index] = true
@@ -185,11 +201,16 @@ func resizeFixed(workers []worker, replicas int) (create []int, drain, remove []
 		}
 	}
 	for i := range replicas {
-		if !taken[i] {
+		if taken[i] {
+			continue
+		}
+		if holderOf(i) == nameFree {
 			create = append(create, i)
+		} else {
+			held = append(held, i)
 		}
 	}
-	return create, drain, remove
+	return create, drain, remove, held
 }
 
 // unusedIndex is the lowest index above every index that the job has used:
@@ -206,8 +227,9 @@ func unusedIndex(workers []worker, recorded int) int {
 // a ReplicaSet chooses pods to delete: not yet Running first, then the lowest
 // pod-deletion-cost, then the highest index. New workers take indices from
 // next on, which the job has never used: Horovod blacklists the name of a
-// worker that failed, so no name is ever given out twice.
-func resizeElastic(workers []worker, replicas, next int) (create []int, drain []*corev1.Pod) {
+// worker that failed, so no name is ever given out twice. An index whose
+// name a pod of someone else's holds is passed over.
+func resizeElastic(workers []worker, replicas, next int, holderOf func(int) holder) (create []int, drain []*corev1.Pod) {
 	var live []worker
 	for _, w := range workers {
 		if w.live() {
@@ -222,7 +244,9 @@ func resizeElastic(workers []worker, replicas, next int) (create []int, drain []
 		return nil, drain
 	}
 	for i := next; len(create) < replicas-len(live); i++ {
-		create = append(create, i)
+		if holderOf(i) == nameFree {
+			create = append(create, i)
+		}
 	}
 	return create, nil
 }

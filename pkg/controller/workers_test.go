@@ -574,7 +574,7 @@ func TestPlanWorkers(t *testing.T) {
 			for i, p := range tc.pods {
 				before[i] = p.DeepCopy()
 			}
-			plan := planWorkers(job, toWorkers(job, tc.pods), 0, workersTestNow)
+			plan := planWorkers(job, toWorkers(job, tc.pods), 0, noHolders, workersTestNow)
 			sortNames := cmpopts.SortSlices(func(a, b string) bool { return a < b })
 			if diff := cmp.Diff(tc.want, wtSummarize(plan), cmpopts.EquateEmpty(),
 				cmp.FilterPath(func(p cmp.Path) bool {
@@ -621,7 +621,7 @@ func TestPlanWorkersInvariantsExhaustive(t *testing.T) {
 								pods = append(pods, states[s](indices[k]))
 							}
 						}
-						plan := planWorkers(job, toWorkers(job, pods), 0, workersTestNow)
+						plan := planWorkers(job, toWorkers(job, pods), 0, noHolders, workersTestNow)
 						wtCheckInvariants(t, job, pods, plan)
 						live := 0
 						for _, p := range pods {
@@ -727,9 +727,11 @@ func TestResizeFixed(t *testing.T) {
 		name       string
 		replicas   int
 		pods       []*corev1.Pod
+		holders    map[int]holder
 		wantCreate []int
 		wantDrain  []string
 		wantRemove []string
+		wantHeld   []int
 	}{
 		{name: "empty", replicas: 2, wantCreate: []int{0, 1}},
 		{
@@ -754,17 +756,34 @@ func TestResizeFixed(t *testing.T) {
 			replicas: 3,
 			pods:     []*corev1.Pod{wtPod(0, corev1.PodFailed), wtPod(1, corev1.PodSucceeded), wtPod(2, corev1.PodRunning, wtTerminating)},
 		},
+		{
+			name:       "names held by other pods are not created",
+			replicas:   4,
+			pods:       []*corev1.Pod{wtPod(0, corev1.PodRunning)},
+			holders:    map[int]holder{1: nameHeld, 2: nameLeaving, 7: nameHeld},
+			wantCreate: []int{3},
+			wantHeld:   []int{1, 2},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			create, drain, remove := resizeFixed(toWorkers(job, tc.pods), tc.replicas)
-			got := []any{create, wtPodNames(drain), wtPodNames(remove)}
-			want := []any{tc.wantCreate, tc.wantDrain, tc.wantRemove}
+			create, drain, remove, held := resizeFixed(toWorkers(job, tc.pods), tc.replicas, holdersOf(tc.holders))
+			got := []any{create, wtPodNames(drain), wtPodNames(remove), held}
+			want := []any{tc.wantCreate, tc.wantDrain, tc.wantRemove, tc.wantHeld}
 			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("resizeFixed create/drain/remove (-want +got):\n%s", diff)
+				t.Errorf("resizeFixed create/drain/remove/held (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// noHolders is the holder function of a namespace with no pod of anyone
+// else's.
+func noHolders(int) holder { return nameFree }
+
+// holdersOf returns the holder function for the indices in m.
+func holdersOf(m map[int]holder) func(int) holder {
+	return func(i int) holder { return m[i] }
 }
 
 func wtPodNames(pods []*corev1.Pod) []string {
@@ -781,6 +800,7 @@ func TestResizeElastic(t *testing.T) {
 		name       string
 		replicas   int
 		pods       []*corev1.Pod
+		holders    map[int]holder
 		wantCreate []int
 		wantDrain  []string // in the order of choice
 	}{
@@ -814,10 +834,17 @@ func TestResizeElastic(t *testing.T) {
 			pods:       []*corev1.Pod{wtPod(0, corev1.PodRunning, wtDrainingFor(time.Second)), wtPod(1, corev1.PodRunning)},
 			wantCreate: []int{2},
 		},
+		{
+			name:       "names held by other pods are passed over, leaving or not",
+			replicas:   4,
+			pods:       []*corev1.Pod{wtPod(0, corev1.PodRunning)},
+			holders:    map[int]holder{1: nameHeld, 3: nameLeaving},
+			wantCreate: []int{2, 4, 5},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			create, drain := resizeElastic(toWorkers(job, tc.pods), tc.replicas, unusedIndex(toWorkers(job, tc.pods), 0))
+			create, drain := resizeElastic(toWorkers(job, tc.pods), tc.replicas, unusedIndex(toWorkers(job, tc.pods), 0), holdersOf(tc.holders))
 			got := []any{create, wtPodNames(drain)}
 			want := []any{tc.wantCreate, tc.wantDrain}
 			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
@@ -923,7 +950,7 @@ func TestPlanWorkersRecordedNextIndex(t *testing.T) {
 	job := workersTestJob(3, &kubeflow.ElasticPolicy{MinReplicas: ptr[int32](1)})
 	kubeflow.SetDefaults_MPIJob(job)
 	ws := toWorkers(job, []*corev1.Pod{wtPod(0, corev1.PodRunning), wtPod(1, corev1.PodRunning)})
-	plan := planWorkers(job, ws, 7, workersTestNow)
+	plan := planWorkers(job, ws, 7, noHolders, workersTestNow)
 	if diff := cmp.Diff([]int{7}, plan.create); diff != "" {
 		t.Errorf("create (-want +got):\n%s", diff)
 	}
@@ -932,13 +959,13 @@ func TestPlanWorkersRecordedNextIndex(t *testing.T) {
 	}
 	// Once the worker exists, the index moves past it.
 	ws = append(ws, toWorkers(job, []*corev1.Pod{wtPod(7, corev1.PodPending)})...)
-	if p := planWorkers(job, ws, 7, workersTestNow); p.nextIndex != 8 || len(p.create) != 0 {
+	if p := planWorkers(job, ws, 7, noHolders, workersTestNow); p.nextIndex != 8 || len(p.create) != 0 {
 		t.Errorf("with worker 7: nextIndex %d create %v, want 8 and none", p.nextIndex, p.create)
 	}
 	// A fixed job records nothing.
 	fixed := workersTestJob(3, nil)
 	kubeflow.SetDefaults_MPIJob(fixed)
-	if p := planWorkers(fixed, toWorkers(fixed, nil), 7, workersTestNow); p.nextIndex != 0 {
+	if p := planWorkers(fixed, toWorkers(fixed, nil), 7, noHolders, workersTestNow); p.nextIndex != 0 {
 		t.Errorf("fixed job nextIndex = %d, want 0", p.nextIndex)
 	}
 }

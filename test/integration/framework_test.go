@@ -16,11 +16,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2/ktesting"
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
 	"github.com/kubeflow/mpi-operator/pkg/controller"
 )
 
@@ -58,21 +62,40 @@ func newNamespace(t *testing.T) string {
 // empty cfg.Namespace watches every namespace.
 func startController(t *testing.T, cfg controller.Config) {
 	t.Helper()
+	startControllerWith(t, cfg, env.config)
+}
+
+// startControllerWith runs the controller with clients of restConfig, so
+// that a test can watch the controller's own requests.
+func startControllerWith(t *testing.T, cfg controller.Config, restConfig *rest.Config) {
+	t.Helper()
 	if cfg.KubectlDeliveryImage == "" {
 		cfg.KubectlDeliveryImage = "mpioperator/kubectl-delivery:test"
 	}
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
+	kube, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := metadata.NewForConfig(restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpi, err := clientset.NewForConfig(restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var vc volcanoclient.Interface // a nil interface, not a typed nil pointer
 	if cfg.GangSchedulerName != "" {
-		client, err := volcanoclient.NewForConfig(env.config)
+		client, err := volcanoclient.NewForConfig(restConfig)
 		if err != nil {
 			t.Fatalf("volcano client: %v", err)
 		}
 		vc = client
 	}
-	inf := controller.NewInformers(env.kube, env.mpi, vc, cfg)
-	c := controller.NewMPIJobController(ctx, env.kube, env.mpi, vc, inf, cfg)
+	inf := controller.NewInformers(kube, meta, mpi, vc, cfg)
+	c := controller.NewMPIJobController(ctx, kube, mpi, vc, inf, cfg)
 	inf.Start(ctx.Done())
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -85,6 +85,7 @@ func newClients() error {
 	if env.kube, err = kubernetes.NewForConfig(env.config); err != nil {
 		return err
 	}
+
 	env.mpi, err = clientset.NewForConfig(env.config)
 	return err
 }

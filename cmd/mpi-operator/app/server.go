@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -82,6 +83,7 @@ var defaultLeaseTimings = leaseTimings{
 type clients struct {
 	kube    kubernetes.Interface
 	events  kubernetes.Interface // the same API, its own rate limits
+	meta    metadata.Interface   // objects' metadata only, for caches of other pods
 	mpi     clientset.Interface
 	volcano volcanoclient.Interface // nil when gang scheduling is off
 }
@@ -208,6 +210,9 @@ func newClients(cfg *rest.Config, gang bool) (clients, error) {
 	if cs.events, err = kubernetes.NewForConfig(kcfg); err != nil {
 		return cs, fmt.Errorf("creating the events client: %w", err)
 	}
+	if cs.meta, err = metadata.NewForConfig(cfg); err != nil {
+		return cs, fmt.Errorf("creating the metadata client: %w", err)
+	}
 	mpi, err := clientset.NewForConfig(cfg)
 	if err != nil {
 		return cs, fmt.Errorf("creating the MPIJob client: %w", err)
@@ -295,7 +300,7 @@ func runController(ctx context.Context, cs clients, o *Options, running *running
 	// controller return.
 	infCtx, stopInformers := context.WithCancel(ctx)
 	cfg.EventClient = cs.events
-	inf := controller.NewInformers(cs.kube, cs.mpi, vc, cfg)
+	inf := controller.NewInformers(cs.kube, cs.meta, cs.mpi, vc, cfg)
 	defer func() {
 		stopInformers()
 		inf.Shutdown()

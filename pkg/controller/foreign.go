@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+)
+
+// The launcher may exec only into pods its job controls. The Role names a
+// worker before the worker exists, so a name that a pod of someone else's
+// holds (a bare pod, a StatefulSet's, another operator's) must never get
+// there: the planner skips such names, an elastic job takes its next unused
+// index instead, and a fixed job, whose workers have fixed names, is
+// Blocked until the name is free. The pod informers see every pod of the
+// namespace between them: the job's own through the typed cache, and every
+// pod without the job-name label through a cache of their metadata.
+
+// holder describes a pod in the way of a worker's name.
+type holder int
+
+const (
+	nameFree    holder = iota // no pod holds the name, or the job's own does
+	nameHeld                  // a pod the job does not control holds it
+	nameLeaving               // such a pod holds it, and is being deleted
+)
+
+// nameHolder tells whether a pod that job does not control holds name.
+func (c *MPIJobController) nameHolder(job *kubeflow.MPIJob, name string) holder {
+	var meta metav1.Object
+	if pod, err := c.podLister.Pods(job.Namespace).Get(name); err == nil {
+		meta = pod
+	} else if obj, err := c.otherPods.ByNamespace(job.Namespace).Get(name); err == nil {
+		m, ok := obj.(metav1.Object)
+		if !ok {
+			return nameFree
+		}
+		meta = m
+	} else {
+		return nameFree
+	}
+	switch {
+	case metav1.IsControlledBy(meta, job):
+		return nameFree
+	case meta.GetDeletionTimestamp() != nil:
+		return nameLeaving
+	default:
+		return nameHeld
+	}
+}
+
+// workerNameHolder is nameHolder for the worker of index i, in the form the
+// planner takes.
+func (c *MPIJobController) workerNameHolder(job *kubeflow.MPIJob) func(int) holder {
+	return func(i int) holder { return c.nameHolder(job, workerName(job, i)) }
+}
+
+// handleOtherPod enqueues the job whose worker or launcher name a pod
+// without the job-name label takes or frees, if that job exists.
+func (c *MPIJobController) handleOtherPod(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	meta, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	name, ok := jobNameOfPod(meta.GetName())
+	if !ok {
+		return
+	}
+	if _, err := c.jobLister.MPIJobs(meta.GetNamespace()).Get(name); err == nil {
+		c.queue.Add(meta.GetNamespace() + "/" + name)
+	}
+}
+
+// jobNameOfPod is the name of the job whose launcher or worker would have
+// the pod name given, if any would.
+func jobNameOfPod(pod string) (string, bool) {
+	if job, ok := strings.CutSuffix(pod, launcherSuffix); ok && job != "" {
+		return job, true
+	}
+	i := strings.LastIndex(pod, workerInfix)
+	if i <= 0 {
+		return "", false
+	}
+	if _, ok := parseIndex(pod[i+len(workerInfix):]); !ok {
+		return "", false
+	}
+	return pod[:i], true
+}
+
+// blockedWorkers is the error of a fixed job some of whose worker names are
+// held by pods it does not control.
+func blockedWorkers(job *kubeflow.MPIJob, names []string) error {
+	errs := make([]error, len(names))
+	for i, n := range names {
+		errs[i] = newForeignError(job, "Pod", n)
+	}
+	return errors.Join(errs...)
+}
