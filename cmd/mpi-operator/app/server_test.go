@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -328,7 +329,8 @@ func TestHealthz(t *testing.T) {
 // /healthz asks it while it runs, and nothing once it has returned.
 func TestRunControllerPublishesItsHealth(t *testing.T) {
 	t.Setenv("KUBEFLOW_NAMESPACE", "")
-	cs := clients{kube: kubefake.NewClientset(), events: kubefake.NewClientset(), mpi: mpifake.NewSimpleClientset()}
+	cs := clients{kube: kubefake.NewClientset(), events: kubefake.NewClientset(), mpi: mpifake.NewSimpleClientset(),
+		meta: metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())}
 	running := &runningController{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
