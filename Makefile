@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
            -X github.com/kubeflow/mpi-operator/pkg/version.GitCommit=$(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
-        test test-unit fuzz test-integration test-e2e testbin prereqs cluster-up cluster-down \
+        test test-unit fuzz test-integration test-e2e test-chaos testbin prereqs cluster-up cluster-down \
         local-up local-down demo clean
 
 all: build
@@ -43,7 +43,7 @@ verify-codegen:
 lint:
 	$$(hack/tools.sh golangci-lint) run ./...
 
-test: test-unit test-integration test-e2e
+test: test-unit test-integration test-e2e test-chaos
 
 test-unit: fuzz
 	$(GO) test -race -cover ./pkg/... ./cmd/... ./hack/...
@@ -61,6 +61,12 @@ test-integration: testbin
 
 test-e2e: testbin build
 	$(GO) test -count=1 -timeout 30m ./test/e2e/...
+
+# The short chaos run (hack/chaos/README.md): SIGKILLs of the leading
+# replica and an API server restart while elastic jobs are scaled, on a
+# control plane of its own; about 3.5 minutes on 2 cores.
+test-chaos: testbin build
+	$(GO) run ./hack/chaos --short
 
 testbin: prereqs
 	hack/testbin.sh > /dev/null

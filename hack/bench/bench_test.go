@@ -2,43 +2,14 @@ package main
 
 import (
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 )
-
-func TestPercentile(t *testing.T) {
-	var s sample
-	for i := 1; i <= 100; i++ {
-		s = append(s, time.Duration(101-i)*time.Millisecond)
-	}
-	sum := s.summarize()
-	if sum.N != 100 || sum.P50 != 50*time.Millisecond || sum.P99 != 99*time.Millisecond || sum.Max != 100*time.Millisecond {
-		t.Errorf("summary of 1..100 ms = %+v", sum)
-	}
-	one := sample{7 * time.Second}.summarize()
-	if one.P50 != 7*time.Second || one.P99 != 7*time.Second {
-		t.Errorf("summary of one value = %+v", one)
-	}
-	if (sample{}).summarize().N != 0 {
-		t.Error("empty sample has values")
-	}
-}
-
-func TestParseDiscoverHosts(t *testing.T) {
-	got := parseDiscoverHosts("#!/bin/sh\necho j-launcher:1\necho j-worker-10:2\necho j-worker-2:2\n")
-	if len(got) != 3 || !got["j-worker-10"] || !got["j-worker-2"] || !got["j-launcher"] {
-		t.Errorf("hosts = %v", got)
-	}
-	if len(parseDiscoverHosts("#!/bin/sh\n")) != 0 {
-		t.Error("an empty script lists hosts")
-	}
-}
 
 func TestParseProcStatus(t *testing.T) {
 	m, err := parseProcStatus("Name:\tx\nVmPeak:\t  900 kB\nVmHWM:\t   2048 kB\nVmRSS:\t   1024 kB\n")
@@ -101,26 +72,12 @@ func TestCountRequests(t *testing.T) {
 // recorderFixture feeds a recorder the events of one job by hand.
 type recorderFixture struct {
 	rec *recorder
-	rv  int64
-}
-
-func (f *recorderFixture) nextRV() string {
-	f.rv++
-	return strconv.FormatInt(f.rv, 10)
+	obj harness.Objects
 }
 
 func (f *recorderFixture) pod(name string, phase corev1.PodPhase, draining, deleting, deleted bool) {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: f.nextRV(),
-		Labels: map[string]string{labelJobName: "j", labelRole: "worker"}}}
-	p.Status.Phase = phase
-	if draining {
-		p.Annotations = map[string]string{annotationDrainingSince: "2026-01-01T00:00:00Z"}
-	}
-	if deleting {
-		p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	}
-	h := f.rec.handlers("pod")
-	if deleted {
+	p := f.obj.Worker(name, "", phase, draining, deleting)
+	if h := f.rec.handlers("pod"); deleted {
 		h.DeleteFunc(p)
 	} else {
 		h.UpdateFunc(nil, p)
@@ -128,37 +85,24 @@ func (f *recorderFixture) pod(name string, phase corev1.PodPhase, draining, dele
 }
 
 func (f *recorderFixture) hosts(names ...string) {
-	script := "#!/bin/sh\n"
-	for _, n := range names {
-		script += "echo " + n + ":1\n"
-	}
-	f.rec.handlers("configmap").UpdateFunc(nil, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "j-config", ResourceVersion: f.nextRV()},
-		Data:       map[string]string{discoverHostsKey: script},
-	})
+	f.rec.handlers("configmap").UpdateFunc(nil, f.obj.ConfigMap(names...))
 }
 
 func (f *recorderFixture) role(names ...string) {
-	f.rec.handlers("role").UpdateFunc(nil, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "j-launcher", ResourceVersion: f.nextRV()},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
-			{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}, ResourceNames: names},
-		},
-	})
+	f.rec.handlers("role").UpdateFunc(nil, f.obj.Role(names...))
 }
 
 func (f *recorderFixture) resize(to int) *resizeRec {
 	f.rec.mu.Lock()
 	defer f.rec.mu.Unlock()
 	j := f.rec.jobs["j"]
-	rz := &resizeRec{job: j, at: time.Now(), from: len(j.livePods()), to: to}
+	rz := &resizeRec{job: j, at: time.Now(), from: len(j.LiveWorkers()), to: to}
 	j.cur, j.desired = rz, to
 	return rz
 }
 
 func TestRecorder(t *testing.T) {
-	f := &recorderFixture{rec: newRecorder()}
+	f := &recorderFixture{rec: newRecorder(), obj: harness.Objects{Job: "j"}}
 	f.rec.addJob("j", 2)
 	f.role("j-worker-0", "j-worker-1")
 	f.pod("j-worker-0", corev1.PodPending, false, false, false)
@@ -201,7 +145,7 @@ func TestRecorder(t *testing.T) {
 	f.resize(1)
 	f.pod("j-worker-1", corev1.PodRunning, false, true, false)
 	f.pod("j-worker-9", corev1.PodPending, false, false, false)
-	a := f.rec.anomalies
+	a := f.rec.anomalies()
 	if len(a.deletedWhileListed) != 1 || a.deletedWhileListed[0] != "j-worker-1" {
 		t.Errorf("deleted while listed: %v", a.deletedWhileListed)
 	}
@@ -210,11 +154,11 @@ func TestRecorder(t *testing.T) {
 	}
 	f.hosts("j-worker-0", "j-worker-1")
 	// The listing did not change, so it is no new ConfigMap version.
-	if len(f.rec.listedAfterDrain) != 0 {
-		t.Errorf("listed after drain: %v", f.rec.listedAfterDrain)
+	if len(f.rec.hist.ListedAfterDrain) != 0 {
+		t.Errorf("listed after drain: %v", f.rec.hist.ListedAfterDrain)
 	}
 	f.hosts("j-worker-1")
-	if len(f.rec.listedAfterDrain) != 1 {
-		t.Errorf("listed after drain: %v", f.rec.listedAfterDrain)
+	if len(f.rec.hist.ListedAfterDrain) != 1 {
+		t.Errorf("listed after drain: %v", f.rec.hist.ListedAfterDrain)
 	}
 }

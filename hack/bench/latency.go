@@ -10,10 +10,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+
+	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 )
 
 const latencyNamespace = "mpi-bench"
@@ -24,10 +26,10 @@ type latencyResult struct {
 	// settledAll is false when some resize had not settled in time.
 	settledAll bool
 
-	discovery, shrink, growRole, growPods, settle, jobListed sample
+	discovery, shrink, growRole, growPods, settle, jobListed harness.Sample
 	// discovery split: workers the jobs were created with, and workers
 	// added by resizes.
-	discoveryInitial, discoveryResize sample
+	discoveryInitial, discoveryResize harness.Sample
 	// earlyListed counts workers listed before the bench saw them Running
 	// (a race between two watch streams; counted as 0 s).
 	earlyListed int
@@ -48,7 +50,7 @@ type latencyResult struct {
 	mem   procMemory
 	goMem goMemory
 	cpu   time.Duration
-	log   logSummary
+	log   harness.LogSummary
 	hist  histogram
 	// histOK is false when /metrics had no discovery histogram.
 	histOK bool
@@ -56,7 +58,7 @@ type latencyResult struct {
 
 // waitUntil waits until cond (called with the recorder locked) holds, the
 // timeout passes (false), the operator dies or ctx ends (error).
-func waitUntil(ctx context.Context, rec *recorder, op *operator, timeout time.Duration, cond func() bool) (bool, error) {
+func waitUntil(ctx context.Context, rec *recorder, op *harness.Operator, timeout time.Duration, cond func() bool) (bool, error) {
 	deadline := time.After(timeout)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -67,7 +69,7 @@ func waitUntil(ctx context.Context, rec *recorder, op *operator, timeout time.Du
 		if ok {
 			return true, nil
 		}
-		if err := op.diedErr(); err != nil {
+		if err := op.DiedErr(); err != nil {
 			return false, err
 		}
 		select {
@@ -82,10 +84,10 @@ func waitUntil(ctx context.Context, rec *recorder, op *operator, timeout time.Du
 }
 
 // sleepCtx sleeps d, checking the operator every second.
-func sleepCtx(ctx context.Context, op *operator, d time.Duration) error {
+func sleepCtx(ctx context.Context, op *harness.Operator, d time.Duration) error {
 	end := time.Now().Add(d)
 	for {
-		if err := op.diedErr(); err != nil {
+		if err := op.DiedErr(); err != nil {
 			return err
 		}
 		left := time.Until(end)
@@ -102,33 +104,21 @@ func sleepCtx(ctx context.Context, op *operator, d time.Duration) error {
 
 func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, error) {
 	res := &latencyResult{}
-	if err := cl.freshNamespace(ctx, latencyNamespace); err != nil {
+	if err := cl.FreshNamespace(ctx, latencyNamespace); err != nil {
 		return nil, err
 	}
 	rec := newRecorder()
-	factory := informers.NewSharedInformerFactoryWithOptions(cl.kube, 0, informers.WithNamespace(latencyNamespace))
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(rec.handlers("pod")); err != nil {
-		return nil, err
-	}
-	if _, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(rec.handlers("configmap")); err != nil {
-		return nil, err
-	}
-	if _, err := factory.Rbac().V1().Roles().Informer().AddEventHandler(rec.handlers("role")); err != nil {
-		return nil, err
-	}
-	stop := make(chan struct{})
-	defer func() {
-		close(stop)
-		factory.Shutdown()
-	}()
-	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
-
-	op, err := startOperator(ctx, o, cl.operatorKubeconfig, filepath.Join(o.localDir, "operator-latency.log"))
+	stopWatch, err := harness.WatchNamespace(cl.Kube, latencyNamespace, func(kind string) cache.ResourceEventHandler { return rec.handlers(kind) })
 	if err != nil {
 		return nil, err
 	}
-	defer op.stop()
+	defer stopWatch()
+
+	op, err := startOperator(ctx, o, cl.OperatorKubeconfig, filepath.Join(o.localDir, "operator-latency.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer op.Stop()
 
 	// 1. The jobs.
 	logf("latency: creating %d jobs of %d workers (elastic %d..%d, drainSeconds %d)", o.jobs, o.workers, o.minWorkers, o.maxWorkers, o.drainSeconds)
@@ -142,8 +132,8 @@ func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, e
 	for i := range o.jobs {
 		names[i] = fmt.Sprintf("bench-%03d", i)
 		rec.addJob(names[i], o.workers)
-		job := newJob(latencyNamespace, names[i], o.workers, ep)
-		if _, err := cl.mpi.KubeflowV1().MPIJobs(latencyNamespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		job := harness.NewJob(latencyNamespace, names[i], o.workers, ep)
+		if _, err := cl.MPI.KubeflowV1().MPIJobs(latencyNamespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("creating MPIJob %s: %w", names[i], err)
 		}
 	}
@@ -167,7 +157,7 @@ func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, e
 			}
 		}
 		rec.mu.Unlock()
-		return nil, fmt.Errorf("%d of %d jobs did not list their %d workers within %s: %s", len(missing), o.jobs, o.workers, o.settleTimeout, shortList(missing))
+		return nil, fmt.Errorf("%d of %d jobs did not list their %d workers within %s: %s", len(missing), o.jobs, o.workers, o.settleTimeout, harness.ShortList(missing))
 	}
 	rec.mu.Lock()
 	for _, j := range rec.jobs {
@@ -212,18 +202,18 @@ func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, e
 		return nil, err
 	}
 
-	if res.mem, err = op.memory(); err != nil {
+	if res.mem, err = memoryOf(op); err != nil {
 		return nil, err
 	}
-	if res.cpu, err = op.cpu(); err != nil {
+	if res.cpu, err = cpuOf(op); err != nil {
 		return nil, err
 	}
-	if text, err := op.get(ctx, "/metrics"); err == nil {
+	if text, err := op.Get(ctx, "/metrics"); err == nil {
 		res.hist, res.histOK = parseHistogram(text, "mpi_operator_worker_discovery_seconds")
 		res.goMem = parseGoMemory(text)
 	}
-	op.stop()
-	res.log = op.scanLog()
+	op.Stop()
+	res.log = op.ScanLog()
 	if cl.auditLog != "" {
 		if res.audit, err = cl.readAudit(); err != nil {
 			return nil, fmt.Errorf("reading the audit log: %w", err)
@@ -240,7 +230,7 @@ func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, e
 // second. It picks among the jobs that have settled, so that every resize
 // can be measured on its own; only when none has settled does it pick any
 // job, and then the two resizes of that job are left out of the statistics.
-func driveResizes(ctx context.Context, o *options, cl *cluster, rec *recorder, op *operator, names []string, res *latencyResult) error {
+func driveResizes(ctx context.Context, o *options, cl *cluster, rec *recorder, op *harness.Operator, names []string, res *latencyResult) error {
 	rng := rand.New(rand.NewPCG(uint64(o.seed), uint64(o.seed)^0x9e3779b97f4a7c15))
 	interval := time.Duration(float64(time.Second) / o.rate)
 	next := time.Now()
@@ -266,7 +256,7 @@ func driveResizes(ctx context.Context, o *options, cl *cluster, rec *recorder, o
 			}
 		}
 		j := pool[rng.IntN(len(pool))]
-		from := len(j.livePods())
+		from := len(j.LiveWorkers())
 		var choices []int
 		for v := o.minWorkers; v <= o.maxWorkers; v++ {
 			if v != from && v != j.desired {
@@ -283,7 +273,7 @@ func driveResizes(ctx context.Context, o *options, cl *cluster, rec *recorder, o
 		res.resizes = append(res.resizes, rz)
 		rec.mu.Unlock()
 
-		if err := scaleJob(ctx, cl, latencyNamespace, j.name, to); err != nil {
+		if err := scaleJob(ctx, cl, latencyNamespace, j.Name, to); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -301,41 +291,38 @@ func driveResizes(ctx context.Context, o *options, cl *cluster, rec *recorder, o
 
 // analyze turns the records into the result's samples and checks.
 func (res *latencyResult) analyze(rec *recorder) {
-	res.anomalies = rec.anomalies
+	res.anomalies = rec.anomalies()
 	var jobs []*jobRec
 	for _, j := range rec.jobs {
 		jobs = append(jobs, j)
 	}
-	slices.SortFunc(jobs, func(a, b *jobRec) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(jobs, func(a, b *jobRec) int { return strings.Compare(a.Name, b.Name) })
 	for _, j := range jobs {
 		res.jobListed = append(res.jobListed, j.listedAt.Sub(j.createdAt))
-		for _, p := range j.pods {
+		for _, p := range j.AllWorkers() {
 			res.createdWorkers++
-			if !p.deletingAt.IsZero() {
+			if !p.DeletingAt.IsZero() {
 				res.deletedWorkers++
 			}
-			if !p.runningAt.IsZero() && !p.listedAt.IsZero() {
-				d := p.listedAt.Sub(p.runningAt)
+			if !p.RunningAt.IsZero() && !p.ListedAt.IsZero() {
+				d := p.ListedAt.Sub(p.RunningAt)
 				if d < 0 {
 					res.earlyListed++
 					d = 0
 				}
 				res.discovery = append(res.discovery, d)
-				if p.initial {
+				if j.initialWorkers[p] {
 					res.discoveryInitial = append(res.discoveryInitial, d)
 				} else {
 					res.discoveryResize = append(res.discoveryResize, d)
 				}
 			}
-			if !p.runningAt.IsZero() && p.listedAt.IsZero() && p.drainingAt.IsZero() && p.deletingAt.IsZero() && !p.finished {
-				res.neverListed = append(res.neverListed, p.name)
-			}
-			// The Role must allow a worker before the worker exists.
-			first := slices.IndexFunc(j.roles, func(v roleVersion) bool { return v.exec[p.name] })
-			if first < 0 || j.roles[first].rv > p.addedRV {
-				res.roleAfterPod = append(res.roleAfterPod, p.name)
+			if !p.RunningAt.IsZero() && p.ListedAt.IsZero() && p.DrainingAt.IsZero() && p.DeletingAt.IsZero() && !p.Finished {
+				res.neverListed = append(res.neverListed, p.Name)
 			}
 		}
+		// The Role must allow a worker before the worker exists.
+		res.roleAfterPod = append(res.roleAfterPod, j.RoleAfterPod()...)
 	}
 	for _, rz := range res.resizes {
 		switch {
@@ -390,24 +377,16 @@ func (rz *resizeRec) describe() string {
 		}
 	}
 	live, running := 0, 0
-	for _, p := range j.livePods() {
+	for _, p := range j.LiveWorkers() {
 		live++
-		if !p.runningAt.IsZero() {
+		if !p.RunningAt.IsZero() {
 			running++
 		}
 	}
 	listed := 0
-	if h := j.currentHosts(); h != nil {
-		listed = len(h.hosts)
+	if h := j.CurrentHosts(); h != nil {
+		listed = len(h.Hosts)
 	}
 	missing = append(missing, fmt.Sprintf("now %d live workers, %d Running, %d listed", live, running, listed))
 	return fmt.Sprintf("%s: %s", rz, strings.Join(missing, "; "))
-}
-
-func shortList(names []string) string {
-	const n = 8
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
 }

@@ -7,20 +7,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
-	"os/signal"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 )
 
 const (
@@ -131,89 +126,25 @@ func parseFlags(args []string) (*options, error) {
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano() % 1_000_000
 	}
-	var err error
-	if o.root == "" {
-		if o.root, err = findRoot(); err != nil {
-			return nil, err
-		}
-	}
-	if o.root, err = filepath.Abs(o.root); err != nil {
+	if err := harness.ResolvePaths("bench", &o.root, &o.localDir, &o.operatorBin, &o.out); err != nil {
 		return nil, err
-	}
-	if o.localDir == "" {
-		o.localDir = filepath.Join(o.root, "_output", "bench")
-	}
-	if o.localDir, err = filepath.Abs(o.localDir); err != nil {
-		return nil, err
-	}
-	if o.operatorBin == "" {
-		o.operatorBin = filepath.Join(o.root, "_output", "bin", "mpi-operator")
-	}
-	if o.operatorBin, err = filepath.Abs(o.operatorBin); err != nil {
-		return nil, err
-	}
-	if o.out == "" {
-		o.out = filepath.Join(o.localDir, "report.md")
 	}
 	return o, nil
 }
 
-// findRoot walks up from the working directory to this module's go.mod.
-func findRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.Contains(string(b), "module github.com/kubeflow/mpi-operator\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("not inside the mpi-operator repository; pass --root")
-		}
-		dir = parent
-	}
-}
+var logf = harness.NewLogf("bench")
 
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "[bench %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
-
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(2)
-	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	os.Exit(run(ctx, o))
-}
-
-// Exit codes.
-const (
-	exitOK         = 0
-	exitIncomplete = 1 // the run could not complete
-	exitChecks     = 3 // it completed, and some check failed
-)
+func main() { harness.Main("bench", parseFlags, run) }
 
 func run(ctx context.Context, o *options) int {
-	started := time.Now()
-	if fi, err := os.Stat(o.operatorBin); err != nil || fi.IsDir() {
-		logf("no operator binary at %s: run `make build` first, or pass --operator", o.operatorBin)
-		return exitIncomplete
+	info, err := harness.StartRun(ctx, o.operatorBin)
+	if err != nil {
+		logf("%v", err)
+		return harness.ExitIncomplete
 	}
-	rep := &report{o: o, started: started, machine: machine(), operatorVersion: binaryVersion(ctx, o.operatorBin),
-		operatorDefaults: binaryDefaults(ctx, o.operatorBin),
-		loadStart:        loadAverage()}
+	rep := &report{o: o, RunInfo: info, operatorDefaults: binaryDefaults(ctx, o.operatorBin)}
 
 	var cl *cluster
-	var err error
 	if o.kubeconfig != "" {
 		cl, err = useCluster(ctx, o)
 	} else {
@@ -223,7 +154,7 @@ func run(ctx context.Context, o *options) int {
 	if err == nil {
 		rep.cluster = cl.params
 		logf("installing the CRD and the operator's RBAC; the operator runs as %s", operatorUser)
-		err = cl.installOperator(ctx)
+		err = cl.InstallOperator(ctx, benchRBACName)
 	}
 	if err == nil && o.runs(scenarioLatency) {
 		rep.latency, err = runLatency(ctx, o, cl)
@@ -237,79 +168,21 @@ func run(ctx context.Context, o *options) int {
 			err = fmt.Errorf("memory scenario: %w", err)
 		}
 	}
-	rep.duration = time.Since(started)
-	text := rep.String()
-	fmt.Print(text)
-	if werr := os.WriteFile(o.out, []byte(text), 0o644); werr != nil {
-		logf("writing %s: %v", o.out, werr)
-	} else {
-		logf("report written to %s (%s in all)", o.out, rep.duration.Round(time.Second))
-	}
-	if err != nil {
-		logf("the run did not complete: %v", err)
-		return exitIncomplete
-	}
-	if fails := rep.failedChecks(); len(fails) > 0 {
-		logf("failed checks: %s", strings.Join(fails, "; "))
-		return exitChecks
-	}
-	return exitOK
-}
-
-// machine describes the host: CPUs, model, memory.
-func machine() string {
-	model := ""
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	mem := ""
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				var kb int64
-				if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb); err == nil {
-					mem = fmt.Sprintf(", %.0f GiB RAM", float64(kb)/(1<<20))
-				}
-			}
-		}
-	}
-	s := fmt.Sprintf("nproc %d", runtime.NumCPU())
-	if model != "" {
-		s += " (" + model + ")"
-	}
-	return s + mem + ", " + runtime.GOOS + "/" + runtime.GOARCH
-}
-
-func binaryVersion(ctx context.Context, bin string) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
-	if err != nil {
-		return "unknown (" + err.Error() + ")"
-	}
-	return strings.Join(strings.Fields(string(out)), " ")
+	rep.Duration = time.Since(rep.Started)
+	return harness.Finish(logf, rep.String(), o.out, rep.RunInfo, err, rep.failedChecks())
 }
 
 // binaryDefaults reads, from the binary's own --help, the defaults of the
 // flags that shape its load on the API server, so that the report states
 // what ran rather than what the harness assumes.
 func binaryDefaults(ctx context.Context, bin string) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--help").CombinedOutput()
+	out, err := harness.BinaryOutput(ctx, bin, "--help")
 	if err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
 	var parts []string
 	for _, name := range []string{"kube-api-qps", "kube-api-burst", "threadiness", "leader-elect"} {
-		for _, line := range strings.Split(string(out), "\n") {
+		for _, line := range strings.Split(out, "\n") {
 			if !strings.Contains(line, "--"+name+" ") {
 				continue
 			}
@@ -319,18 +192,4 @@ func binaryDefaults(ctx context.Context, bin string) string {
 		}
 	}
 	return strings.Join(parts, " ")
-}
-
-// loadAverage is the first three fields of /proc/loadavg: other work on
-// the machine slows every component down.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], ", ")
 }

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 )
 
 const memoryNamespace = "mpi-bench-mem"
@@ -33,13 +35,13 @@ type memoryResult struct {
 	// firstListed is when the bench first saw any worker listed.
 	firstListed time.Time
 	// discovery: each worker's time from Running to listed.
-	discovery sample
+	discovery harness.Sample
 
 	// The operator that created the pods.
 	mem   procMemory
 	goMem goMemory
 	cpu   time.Duration
-	log   logSummary
+	log   harness.LogSummary
 	from  time.Time
 
 	// A fresh operator started with the pods in place.
@@ -49,7 +51,7 @@ type memoryResult struct {
 	restartMem   procMemory
 	restartGoMem goMemory
 	restartCPU   time.Duration
-	restartLog   logSummary
+	restartLog   harness.LogSummary
 	restartDelta string // changes of pods/ConfigMaps seen meanwhile
 
 	audit []auditEvent
@@ -69,11 +71,11 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 	// The latency scenario's objects are not part of this measure.
 	if o.runs(scenarioLatency) {
 		logf("memory: deleting namespace %s", latencyNamespace)
-		if err := cl.deleteNamespace(ctx, latencyNamespace, 3*time.Minute); err != nil {
+		if err := cl.DeleteNamespace(ctx, latencyNamespace, 3*time.Minute); err != nil {
 			logf("memory: namespace %s not gone yet (%v); going on", latencyNamespace, err)
 		}
 	}
-	if err := cl.freshNamespace(ctx, memoryNamespace); err != nil {
+	if err := cl.FreshNamespace(ctx, memoryNamespace); err != nil {
 		return nil, err
 	}
 	// The bench caches only what it counts.
@@ -88,7 +90,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 		}
 		return obj, nil
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cl.kube, 0, informers.WithNamespace(memoryNamespace),
+	factory := informers.NewSharedInformerFactoryWithOptions(cl.Kube, 0, informers.WithNamespace(memoryNamespace),
 		informers.WithTransform(strip))
 	podLister := factory.Core().V1().Pods().Lister()
 	cmLister := factory.Core().V1().ConfigMaps().Lister()
@@ -96,7 +98,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 	var mu sync.Mutex
 	runningAt, listedAt := map[string]time.Time{}, map[string]time.Time{}
 	onPod := func(obj any) {
-		if p, ok := obj.(*corev1.Pod); ok && p.Status.Phase == corev1.PodRunning && p.Labels[labelRole] == "worker" {
+		if p, ok := obj.(*corev1.Pod); ok && p.Status.Phase == corev1.PodRunning && p.Labels[harness.LabelRole] == "worker" {
 			mu.Lock()
 			if _, seen := runningAt[p.Name]; !seen {
 				runningAt[p.Name] = time.Now()
@@ -106,14 +108,14 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 	}
 	onConfigMap := func(obj any) {
 		cm, ok := obj.(*corev1.ConfigMap)
-		if !ok || !strings.HasSuffix(cm.Name, configSuffix) {
+		if !ok || !strings.HasSuffix(cm.Name, harness.ConfigSuffix) {
 			return
 		}
-		hosts := parseDiscoverHosts(cm.Data[discoverHostsKey])
+		hosts := harness.ParseDiscoverHosts(cm.Data[harness.DiscoverHostsKey])
 		mu.Lock()
 		now := time.Now()
 		for h := range hosts {
-			if _, seen := listedAt[h]; !seen && !strings.HasSuffix(h, launcherSuffix) {
+			if _, seen := listedAt[h]; !seen && !strings.HasSuffix(h, harness.LauncherSuffix) {
 				listedAt[h] = now
 			}
 		}
@@ -137,7 +139,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 	factory.Start(stop)
 	factory.WaitForCacheSync(stop)
 	count := func() (c counts) {
-		pods, _ := podLister.List(labels.SelectorFromSet(labels.Set{labelRole: "worker"}))
+		pods, _ := podLister.List(labels.SelectorFromSet(labels.Set{harness.LabelRole: "worker"}))
 		for _, p := range pods {
 			c.created++
 			if p.Status.Phase == corev1.PodRunning {
@@ -146,11 +148,11 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 		}
 		cms, _ := cmLister.List(labels.Everything())
 		for _, cm := range cms {
-			if !strings.HasSuffix(cm.Name, configSuffix) {
+			if !strings.HasSuffix(cm.Name, harness.ConfigSuffix) {
 				continue
 			}
-			for h := range parseDiscoverHosts(cm.Data[discoverHostsKey]) {
-				if !strings.HasSuffix(h, launcherSuffix) {
+			for h := range harness.ParseDiscoverHosts(cm.Data[harness.DiscoverHostsKey]) {
+				if !strings.HasSuffix(h, harness.LauncherSuffix) {
 					c.listed++
 				}
 			}
@@ -158,12 +160,12 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 		return c
 	}
 
-	op, err := startOperator(ctx, o, cl.operatorKubeconfig, filepath.Join(o.localDir, "operator-memory.log"))
+	op, err := startOperator(ctx, o, cl.OperatorKubeconfig, filepath.Join(o.localDir, "operator-memory.log"))
 	if err != nil {
 		return nil, err
 	}
-	defer op.stop()
-	res.from = op.started
+	defer op.Stop()
+	res.from = op.Started
 
 	logf("memory: creating %d jobs with %d worker pods in all", res.jobs, res.pods)
 	res.start = time.Now()
@@ -171,8 +173,8 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 	for i := range res.jobs {
 		n := min(left, res.perJob)
 		left -= n
-		job := newJob(memoryNamespace, fmt.Sprintf("mem-%03d", i), n, nil)
-		if _, err := cl.mpi.KubeflowV1().MPIJobs(memoryNamespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		job := harness.NewJob(memoryNamespace, fmt.Sprintf("mem-%03d", i), n, nil)
+		if _, err := cl.MPI.KubeflowV1().MPIJobs(memoryNamespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("creating MPIJob %s: %w", job.Name, err)
 		}
 	}
@@ -181,7 +183,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 	lastLog := time.Now()
 	var c counts
 	for {
-		if err := op.diedErr(); err != nil {
+		if err := op.DiedErr(); err != nil {
 			return nil, err
 		}
 		c = count()
@@ -205,7 +207,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 		}
 		if now.Sub(lastLog) >= 15*time.Second {
 			lastLog = now
-			m, _ := op.memory()
+			m, _ := memoryOf(op)
 			logf("memory: %s: %d created, %d Running, %d listed of %d; operator RSS %s, peak %s",
 				now.Sub(res.start).Round(time.Second), c.created, c.running, c.listed, res.pods, fmtMiB(m.RSS), fmtMiB(m.HWM))
 		}
@@ -223,10 +225,10 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 		logf("memory: stopped waiting after %s: %d created, %d Running, %d listed of %d",
 			o.memTimeout, c.created, c.running, c.listed, res.pods)
 	}
-	if res.mem, err = op.memory(); err != nil {
+	if res.mem, err = memoryOf(op); err != nil {
 		return nil, err
 	}
-	res.goMem = op.goMemory(ctx)
+	res.goMem = goMemoryOf(ctx, op)
 	mu.Lock()
 	for name, r := range runningAt {
 		if l, ok := listedAt[name]; ok {
@@ -234,21 +236,21 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 		}
 	}
 	mu.Unlock()
-	if res.cpu, err = op.cpu(); err != nil {
+	if res.cpu, err = cpuOf(op); err != nil {
 		return nil, err
 	}
-	op.stop()
-	res.log = op.scanLog()
+	op.Stop()
+	res.log = op.ScanLog()
 
 	if res.complete && o.memRestart > 0 {
 		// A fresh operator meets the pods all at once in its first list.
 		before := count()
-		op2, err := startOperator(ctx, o, cl.operatorKubeconfig, filepath.Join(o.localDir, "operator-memory-restart.log"))
+		op2, err := startOperator(ctx, o, cl.OperatorKubeconfig, filepath.Join(o.localDir, "operator-memory-restart.log"))
 		if err != nil {
 			return nil, err
 		}
-		defer op2.stop()
-		res.restartFrom = op2.started
+		defer op2.Stop()
+		res.restartFrom = op2.Started
 		logf("memory: restarted the operator; watching it for %s", o.memRestart)
 		if err := sleepCtx(ctx, op2, o.memRestart); err != nil {
 			return nil, err
@@ -257,15 +259,15 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 		after := count()
 		res.restartDelta = fmt.Sprintf("%d created, %d Running, %d listed before; %d, %d, %d after",
 			before.created, before.running, before.listed, after.created, after.running, after.listed)
-		if res.restartMem, err = op2.memory(); err != nil {
+		if res.restartMem, err = memoryOf(op2); err != nil {
 			return nil, err
 		}
-		res.restartGoMem = op2.goMemory(ctx)
-		if res.restartCPU, err = op2.cpu(); err != nil {
+		res.restartGoMem = goMemoryOf(ctx, op2)
+		if res.restartCPU, err = cpuOf(op2); err != nil {
 			return nil, err
 		}
-		op2.stop()
-		res.restartLog = op2.scanLog()
+		op2.Stop()
+		res.restartLog = op2.ScanLog()
 		res.restarted = true
 	}
 	if cl.auditLog != "" {

@@ -1,164 +1,25 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 )
 
-// operator is one run of the operator binary as a child process.
-type operator struct {
-	cmd     *exec.Cmd
-	pid     int
-	logPath string
-	port    int
-	started time.Time
-	// done is closed when the process has exited; err is then its result.
-	done chan struct{}
-	err  error
-	// logSizeAtStop is how much of the log was written before SIGTERM.
-	logSizeAtStop int64
-	stopped       bool
-}
-
-// startOperator runs the binary with the operator's own kubeconfig (also as
-// $KUBECONFIG, which the operator prefers to --kubeConfig), a monitoring
-// port, and extra flags; it returns once /healthz answers.
-func startOperator(ctx context.Context, o *options, kubeconfig, logPath string) (*operator, error) {
-	bin, extra := o.operatorBin, o.operatorArgs
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	args := append([]string{"--kubeConfig=" + kubeconfig, fmt.Sprintf("--monitoring-port=%d", port)}, extra...)
-	// Not CommandContext: the bench stops the operator itself, gracefully.
-	cmd := exec.Command(bin, args...)
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "KUBEFLOW_NAMESPACE=")
+// startOperator runs the operator binary with the options' flags and
+// environment and the operator's own kubeconfig, on a free monitoring port.
+func startOperator(ctx context.Context, o *options, kubeconfig, logPath string) (*harness.Operator, error) {
+	return harness.StartOperator(ctx, harness.OperatorConfig{
+		Bin: o.operatorBin, Kubeconfig: kubeconfig, LogPath: logPath,
+		Args: o.operatorArgs, Env: o.operatorEnv, Logf: logf,
 	})
-	cmd.Env = append(append(env, o.operatorEnv...), "KUBECONFIG="+kubeconfig)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	// Its own process group: a Ctrl-C of the bench reaches the bench
-	// only, which then stops the operator in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	op := &operator{cmd: cmd, pid: cmd.Process.Pid, logPath: logPath, port: port, started: time.Now(), done: make(chan struct{})}
-	go func() {
-		op.err = cmd.Wait()
-		logFile.Close()
-		close(op.done)
-	}()
-	logf("operator started: pid %d, %s%s %s, log %s", op.pid, strings.Join(append(slices.Clone(o.operatorEnv), ""), " "), bin, strings.Join(args, " "), logPath)
-
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if !op.alive() {
-			return nil, fmt.Errorf("the operator exited at start (%w); log tail:\n%s", op.err, tail(logPath, 20))
-		}
-		if body, err := op.get(ctx, "/healthz"); err == nil && body == "ok" {
-			return op, nil
-		}
-		if time.Now().After(deadline) {
-			op.stop()
-			return nil, fmt.Errorf("the operator's /healthz did not answer within 30 s; log tail:\n%s", tail(logPath, 20))
-		}
-		select {
-		case <-ctx.Done():
-			op.stop()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func (op *operator) alive() bool {
-	select {
-	case <-op.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// diedErr is non-nil once the operator has exited without being stopped.
-func (op *operator) diedErr() error {
-	if op.alive() || op.stopped {
-		return nil
-	}
-	return fmt.Errorf("the operator (pid %d) exited: %w; log tail:\n%s", op.pid, op.err, tail(op.logPath, 30))
-}
-
-// stop sends SIGTERM, waits up to 30 s, then kills the process.
-func (op *operator) stop() {
-	if op == nil || op.stopped {
-		return
-	}
-	op.stopped = true
-	if fi, err := os.Stat(op.logPath); err == nil {
-		op.logSizeAtStop = fi.Size()
-	}
-	if !op.alive() {
-		return
-	}
-	_ = op.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-op.done:
-	case <-time.After(30 * time.Second):
-		logf("operator pid %d still running 30 s after SIGTERM: killing it", op.pid)
-		_ = op.cmd.Process.Kill()
-		<-op.done
-	}
-}
-
-func (op *operator) get(ctx context.Context, path string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", op.port, path), nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s", path, resp.Status)
-	}
-	return string(b), nil
 }
 
 // procMemory holds the memory lines of /proc/<pid>/status, in bytes.
@@ -166,9 +27,9 @@ type procMemory struct {
 	HWM, RSS int64
 }
 
-// memory reads VmHWM (peak resident set) and VmRSS of the live process.
-func (op *operator) memory() (procMemory, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", op.pid))
+// memoryOf reads VmHWM (peak resident set) and VmRSS of the live process.
+func memoryOf(op *harness.Operator) (procMemory, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", op.PID))
 	if err != nil {
 		return procMemory{}, err
 	}
@@ -204,9 +65,9 @@ func parseProcStatus(s string) (procMemory, error) {
 	return m, nil
 }
 
-// cpu is the user plus system CPU time the process has used.
-func (op *operator) cpu() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", op.pid))
+// cpuOf is the user plus system CPU time the process has used.
+func cpuOf(op *harness.Operator) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", op.PID))
 	if err != nil {
 		return 0, err
 	}
@@ -309,9 +170,9 @@ func (g goMemory) String() string {
 		fmtMiB(int64(g.heapAlloc)), fmtMiB(int64(g.heapInuse)), fmtMiB(int64(g.nextGC)), fmtMiB(int64(g.sys)))
 }
 
-// goMemory scrapes the operator's Go memory statistics.
-func (op *operator) goMemory(ctx context.Context) goMemory {
-	text, err := op.get(ctx, "/metrics")
+// goMemoryOf scrapes the operator's Go memory statistics.
+func goMemoryOf(ctx context.Context, op *harness.Operator) goMemory {
+	text, err := op.Get(ctx, "/metrics")
 	if err != nil {
 		return goMemory{}
 	}
@@ -322,91 +183,5 @@ func fmtBound(s float64) string {
 	if s > 1e9 {
 		return "> last bucket"
 	}
-	return "≤ " + fmtDur(time.Duration(s*float64(time.Second)))
-}
-
-// logSummary is what the operator's log says about problems.
-type logSummary struct {
-	errors, warnings, panics int
-	// samples are a few distinct error and warning messages.
-	samples []string
-	// shutdownErrors are error lines written after SIGTERM.
-	shutdownErrors int
-}
-
-var klogHeader = regexp.MustCompile(`^([EWIF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [^\]]+\] `)
-
-// scanLog reads the operator's log: klog's E and W lines, and panics.
-func (op *operator) scanLog() logSummary {
-	var s logSummary
-	f, err := os.Open(op.logPath)
-	if err != nil {
-		return s
-	}
-	defer f.Close()
-	seen := map[string]bool{}
-	var offset int64
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		afterStop := op.stopped && offset >= op.logSizeAtStop
-		offset += int64(len(line)) + 1
-		if strings.HasPrefix(line, "panic:") || strings.Contains(line, "Observed a panic") {
-			s.panics++
-		}
-		m := klogHeader.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		switch m[1] {
-		case "E", "F":
-			if afterStop {
-				s.shutdownErrors++
-				continue
-			}
-			s.errors++
-		case "W":
-			if afterStop {
-				continue
-			}
-			s.warnings++
-		default:
-			continue
-		}
-		msg := line[len(m[0]):]
-		if len(msg) > 240 {
-			msg = msg[:240] + "..."
-		}
-		key := msg
-		if len(key) > 60 {
-			key = key[:60]
-		}
-		if !seen[key] && len(s.samples) < 6 {
-			seen[key] = true
-			s.samples = append(s.samples, m[1]+": "+msg)
-		}
-	}
-	return s
-}
-
-func (s logSummary) String() string {
-	out := fmt.Sprintf("%d errors, %d warnings, %d panics", s.errors, s.warnings, s.panics)
-	if s.shutdownErrors > 0 {
-		out += fmt.Sprintf(" (and %d error lines while stopping)", s.shutdownErrors)
-	}
-	return out
-}
-
-// tail returns the last n lines of a file.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return "≤ " + harness.FmtDur(time.Duration(s*float64(time.Second)))
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 )
 
 // The figures of upstream v0.3.0 measured with the same scenario on the
@@ -24,32 +26,21 @@ const (
 )
 
 type report struct {
+	harness.RunInfo
 	o                *options
-	started          time.Time
-	duration         time.Duration
-	machine          string
-	operatorVersion  string
 	operatorDefaults string // the binary's defaults of its load-shaping flags
-	loadStart        string
 	cluster          string
 	latency          *latencyResult
 	memory           *memoryResult
 }
 
-func summaryRow(t *table, name string, s sample, upstream string) {
-	sum := s.summarize()
+func summaryRow(t *harness.Table, name string, s harness.Sample, upstream string) {
+	sum := s.Summarize()
 	if sum.N == 0 {
-		t.add(name, "-", "-", "-", "0", upstream)
+		t.Add(name, "-", "-", "-", "0", upstream)
 		return
 	}
-	t.add(name, fmtDur(sum.P50), fmtDur(sum.P99), fmtDur(sum.Max), fmt.Sprint(sum.N), upstream)
-}
-
-func countOf(names []string) string {
-	if len(names) == 0 {
-		return "0"
-	}
-	return fmt.Sprintf("%d: %s", len(names), shortList(names))
+	t.Add(name, harness.FmtDur(sum.P50), harness.FmtDur(sum.P99), harness.FmtDur(sum.Max), fmt.Sprint(sum.N), upstream)
 }
 
 func (r *report) operatorFlags() string {
@@ -66,14 +57,14 @@ func (r *report) operatorFlags() string {
 func (r *report) String() string {
 	var b strings.Builder
 	o := r.o
-	fmt.Fprintf(&b, "## mpi-operator bench, %s\n\n", r.started.Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "- machine: %s\n", r.machine)
-	fmt.Fprintf(&b, "- operator: %s (`%s`), flags: %s\n", r.operatorVersion, o.operatorBin, r.operatorFlags())
+	fmt.Fprintf(&b, "## mpi-operator bench, %s\n\n", r.Started.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "- machine: %s\n", r.Machine)
+	fmt.Fprintf(&b, "- operator: %s (`%s`), flags: %s\n", r.OperatorVersion, o.operatorBin, r.operatorFlags())
 	if r.cluster != "" {
 		fmt.Fprintf(&b, "- cluster: %s\n", r.cluster)
 	}
-	fmt.Fprintf(&b, "- load average (1, 5, 15 min) at the start: %s; at the end: %s\n", r.loadStart, loadAverage())
-	fmt.Fprintf(&b, "- bench run time: %s\n", r.duration.Round(time.Second))
+	fmt.Fprintf(&b, "- load average (1, 5, 15 min) at the start: %s; at the end: %s\n", r.LoadStart, harness.LoadAverage())
+	fmt.Fprintf(&b, "- bench run time: %s\n", r.Duration.Round(time.Second))
 	if l := r.latency; l != nil {
 		b.WriteString("\n")
 		r.writeLatency(&b, l)
@@ -94,7 +85,7 @@ func (r *report) writeLatency(b *strings.Builder, l *latencyResult) {
 		o.jobs, o.workers, o.resizes, o.minWorkers, o.maxWorkers, o.rate)
 	fmt.Fprintf(b, "elasticPolicy minReplicas %d, maxReplicas %d, drainSeconds %d; seed %d. "+
 		"Times from the bench's watch events (pods, ConfigMaps, Roles).\n\n", o.minWorkers, o.maxWorkers, o.drainSeconds, o.seed)
-	t := newTable("measure", "p50", "p99", "max", "n", "upstream v0.3.0 p50 / p99")
+	t := harness.NewTable("measure", "p50", "p99", "max", "n", "upstream v0.3.0 p50 / p99")
 	summaryRow(t, "replica change -> launcher may exec into every new worker (Role)", l.growRole, upRole)
 	summaryRow(t, "replica change -> every new worker pod exists", l.growPods, upPods)
 	summaryRow(t, "worker Running -> listed in discover_hosts.sh", l.discovery, upDiscovery)
@@ -106,55 +97,55 @@ func (r *report) writeLatency(b *strings.Builder, l *latencyResult) {
 	b.WriteString(t.String())
 	b.WriteString("\n")
 
-	c := newTable("check", "result", "upstream v0.3.0")
-	c.add("workers deleted while discover_hosts.sh listed them", fmt.Sprintf("%d of %d deleted workers (%d shrink victims)", len(l.anomalies.deletedWhileListed), l.deletedWorkers, l.victims), upDeleted)
+	c := harness.NewTable("check", "result", "upstream v0.3.0")
+	c.Add("workers deleted while discover_hosts.sh listed them", fmt.Sprintf("%d of %d deleted workers (%d shrink victims)", len(l.anomalies.deletedWhileListed), l.deletedWorkers, l.victims), upDeleted)
 	if len(l.anomalies.deletedWhileListed) > 0 {
-		c.add("  which", shortList(l.anomalies.deletedWhileListed), "")
+		c.Add("  which", harness.ShortList(l.anomalies.deletedWhileListed), "")
 	}
-	c.add("workers listed again after being marked draining or deleted", countOf(l.anomalies.listedAfterDrain), "")
-	c.add("workers that existed before the Role allowed exec into them", fmt.Sprintf("%s of %d", countOf(l.roleAfterPod), l.createdWorkers), "")
-	c.add("workers Running but never listed (not drained)", countOf(l.neverListed), "")
-	c.add("workers created / marked draining beyond the replica changes", countOf(l.anomalies.unexpectedPods)+" / "+countOf(l.anomalies.unexpectedDrains), "")
+	c.Add("workers listed again after being marked draining or deleted", harness.CountOf(l.anomalies.listedAfterDrain), "")
+	c.Add("workers that existed before the Role allowed exec into them", fmt.Sprintf("%s of %d", harness.CountOf(l.roleAfterPod), l.createdWorkers), "")
+	c.Add("workers Running but never listed (not drained)", harness.CountOf(l.neverListed), "")
+	c.Add("workers created / marked draining beyond the replica changes", harness.CountOf(l.anomalies.unexpectedPods)+" / "+harness.CountOf(l.anomalies.unexpectedDrains), "")
 	unsettled := fmt.Sprintf("%d of %d", len(l.unsettled), len(l.resizes)-l.excluded-l.failedResizes)
-	c.add(fmt.Sprintf("resizes not settled within %s", o.settleTimeout), unsettled, upUnsettled)
+	c.Add(fmt.Sprintf("resizes not settled within %s", o.settleTimeout), unsettled, upUnsettled)
 	if l.excluded > 0 {
-		c.add("resizes left out (issued while the same job was still resizing, or superseded)", fmt.Sprint(l.excluded), "")
+		c.Add("resizes left out (issued while the same job was still resizing, or superseded)", fmt.Sprint(l.excluded), "")
 	}
 	if l.failedResizes > 0 {
-		c.add("resizes the API refused", fmt.Sprint(l.failedResizes), "")
+		c.Add("resizes the API refused", fmt.Sprint(l.failedResizes), "")
 	}
-	c.add(fmt.Sprintf("all %d jobs listing their workers", o.jobs), fmtDur(l.allListed.Sub(l.start))+" after the first create", upAllListed)
-	c.add("workers listed before the bench saw them Running (counted as 0 s)", fmt.Sprint(l.earlyListed), "")
+	c.Add(fmt.Sprintf("all %d jobs listing their workers", o.jobs), harness.FmtDur(l.allListed.Sub(l.start))+" after the first create", upAllListed)
+	c.Add("workers listed before the bench saw them Running (counted as 0 s)", fmt.Sprint(l.earlyListed), "")
 	if l.audit != nil {
 		rest := countRequests(l.audit, l.restFrom, l.restTo)
 		mins := o.restWindow.Minutes()
-		c.add(fmt.Sprintf("operator API writes at rest, %s (leader Lease excluded)", o.restWindow), breakdown(rest.writes), "")
-		c.add(fmt.Sprintf("leader-election Lease writes at rest, %s", o.restWindow), fmt.Sprintf("%d (%.0f a minute)", rest.leaseWrites, float64(rest.leaseWrites)/mins), upLeader)
-		c.add(fmt.Sprintf("operator API reads at rest, %s", o.restWindow), breakdown(rest.reads), "")
+		c.Add(fmt.Sprintf("operator API writes at rest, %s (leader Lease excluded)", o.restWindow), breakdown(rest.writes), "")
+		c.Add(fmt.Sprintf("leader-election Lease writes at rest, %s", o.restWindow), fmt.Sprintf("%d (%.0f a minute)", rest.leaseWrites, float64(rest.leaseWrites)/mins), upLeader)
+		c.Add(fmt.Sprintf("operator API reads at rest, %s", o.restWindow), breakdown(rest.reads), "")
 		create := countRequests(l.audit, l.start, l.allListed.Add(time.Second))
-		c.add(fmt.Sprintf("operator API writes while creating the %d jobs", o.jobs), breakdown(create.writes), "")
+		c.Add(fmt.Sprintf("operator API writes while creating the %d jobs", o.jobs), breakdown(create.writes), "")
 		resize := countRequests(l.audit, l.resizesStart, l.settled)
 		n := max(len(l.resizes), 1)
-		c.add(fmt.Sprintf("operator API writes during the %d resizes (%.1f per resize)", len(l.resizes), float64(total(resize.writes))/float64(n)), breakdown(resize.writes), "")
+		c.Add(fmt.Sprintf("operator API writes during the %d resizes (%.1f per resize)", len(l.resizes), float64(total(resize.writes))/float64(n)), breakdown(resize.writes), "")
 		all := countRequests(l.audit, l.start, l.restTo)
-		c.add("operator requests refused (status >= 400)", breakdown(all.failed), "")
+		c.Add("operator requests refused (status >= 400)", breakdown(all.failed), "")
 	} else {
-		c.add("operator API requests", "not measured (no audit log)", "")
+		c.Add("operator API requests", "not measured (no audit log)", "")
 	}
-	c.add(fmt.Sprintf("pod / ConfigMap / Role changes seen at rest, %s", o.restWindow), fmt.Sprintf("%d / %d / %d", l.restEvents["pod"], l.restEvents["configmap"], l.restEvents["role"]), "")
-	c.add("operator peak RSS (VmHWM)", fmtMiB(l.mem.HWM), upRSS)
-	c.add("operator Go memory at the end", l.goMem.String(), "")
-	c.add("operator CPU time (user + system)", fmtDur(l.cpu), "")
+	c.Add(fmt.Sprintf("pod / ConfigMap / Role changes seen at rest, %s", o.restWindow), fmt.Sprintf("%d / %d / %d", l.restEvents["pod"], l.restEvents["configmap"], l.restEvents["role"]), "")
+	c.Add("operator peak RSS (VmHWM)", fmtMiB(l.mem.HWM), upRSS)
+	c.Add("operator Go memory at the end", l.goMem.String(), "")
+	c.Add("operator CPU time (user + system)", harness.FmtDur(l.cpu), "")
 	if l.histOK {
-		c.add("operator's own mpi_operator_worker_discovery_seconds", fmt.Sprintf("n %.0f, p50 %s, p99 %s",
+		c.Add("operator's own mpi_operator_worker_discovery_seconds", fmt.Sprintf("n %.0f, p50 %s, p99 %s",
 			l.hist.count, fmtBound(l.hist.quantileBound(0.5)), fmtBound(l.hist.quantileBound(0.99))), "")
 	}
-	c.add("operator log", l.log.String(), "")
+	c.Add("operator log", l.log.String(), "")
 	b.WriteString(c.String())
-	for _, s := range l.log.samples {
+	for _, s := range l.log.Samples(6) {
 		fmt.Fprintf(b, "\n    %s", s)
 	}
-	if len(l.log.samples) > 0 {
+	if len(l.log.Samples(6)) > 0 {
 		b.WriteString("\n")
 	}
 	if len(l.unsettled) > 0 {
@@ -171,54 +162,54 @@ func (r *report) writeLatency(b *strings.Builder, l *latencyResult) {
 
 func (r *report) writeMemory(b *strings.Builder, m *memoryResult) {
 	fmt.Fprintf(b, "### Memory: %d worker pods (%d jobs x %d workers, no elasticPolicy)\n\n", m.pods, m.jobs, m.perJob)
-	t := newTable("measure", "result", "upstream v0.3.0 / target")
+	t := harness.NewTable("measure", "result", "upstream v0.3.0 / target")
 	since := func(at time.Time) string {
 		if at.IsZero() {
 			return "not reached"
 		}
-		return fmtDur(at.Sub(m.start))
+		return harness.FmtDur(at.Sub(m.start))
 	}
-	t.add("worker pods created / Running / listed at the end", fmt.Sprintf("%d / %d / %d of %d", m.created, m.running, m.listed, m.pods), "")
-	t.add("time from the first create until all workers exist", since(m.allCreated), "")
-	t.add("... until all are Running", since(m.allRunning), "")
-	t.add("... until the first worker is listed in discover_hosts.sh", since(m.firstListed), "")
-	t.add("... until all are listed in discover_hosts.sh", since(m.allListed), "")
-	if sum := m.discovery.summarize(); sum.N > 0 {
-		t.add("worker Running -> listed in discover_hosts.sh (p50 / p99 / max, n)",
-			fmt.Sprintf("%s / %s / %s, %d", fmtDur(sum.P50), fmtDur(sum.P99), fmtDur(sum.Max), sum.N), "")
+	t.Add("worker pods created / Running / listed at the end", fmt.Sprintf("%d / %d / %d of %d", m.created, m.running, m.listed, m.pods), "")
+	t.Add("time from the first create until all workers exist", since(m.allCreated), "")
+	t.Add("... until all are Running", since(m.allRunning), "")
+	t.Add("... until the first worker is listed in discover_hosts.sh", since(m.firstListed), "")
+	t.Add("... until all are listed in discover_hosts.sh", since(m.allListed), "")
+	if sum := m.discovery.Summarize(); sum.N > 0 {
+		t.Add("worker Running -> listed in discover_hosts.sh (p50 / p99 / max, n)",
+			fmt.Sprintf("%s / %s / %s, %d", harness.FmtDur(sum.P50), harness.FmtDur(sum.P99), harness.FmtDur(sum.Max), sum.N), "")
 	}
 	if !m.complete {
-		t.add("stopped waiting after", fmtDur(m.end.Sub(m.start)), "")
+		t.Add("stopped waiting after", harness.FmtDur(m.end.Sub(m.start)), "")
 	}
-	t.add("operator peak RSS (VmHWM) bringing the pods up", fmtMiB(m.mem.HWM)+rssVerdict(m.mem.HWM), upRSS10k+"; target <= 95 MiB")
-	t.add("operator RSS at the end", fmtMiB(m.mem.RSS), "")
-	t.add("operator Go memory at the end", m.goMem.String(), "")
-	t.add("operator CPU time bringing the pods up", fmtDur(m.cpu), "")
+	t.Add("operator peak RSS (VmHWM) bringing the pods up", fmtMiB(m.mem.HWM)+rssVerdict(m.mem.HWM), upRSS10k+"; target <= 95 MiB")
+	t.Add("operator RSS at the end", fmtMiB(m.mem.RSS), "")
+	t.Add("operator Go memory at the end", m.goMem.String(), "")
+	t.Add("operator CPU time bringing the pods up", harness.FmtDur(m.cpu), "")
 	if m.audit != nil {
 		up := countRequests(m.audit, m.from, m.end)
-		t.add("operator API writes bringing the pods up", breakdown(up.writes), "")
-		t.add("... refused (status >= 400)", breakdown(up.failed), "")
+		t.Add("operator API writes bringing the pods up", breakdown(up.writes), "")
+		t.Add("... refused (status >= 400)", breakdown(up.failed), "")
 	}
-	t.add("operator log", m.log.String(), "")
+	t.Add("operator log", m.log.String(), "")
 	if m.restarted {
 		d := m.restartTo.Sub(m.restartFrom)
-		t.add(fmt.Sprintf("fresh operator with the pods in place: peak RSS (VmHWM) over %s", d.Round(time.Second)), fmtMiB(m.restartMem.HWM)+rssVerdict(m.restartMem.HWM), "target <= 95 MiB")
-		t.add("... its Go memory at the end", m.restartGoMem.String(), "")
-		t.add("... its CPU time", fmtDur(m.restartCPU), "")
+		t.Add(fmt.Sprintf("fresh operator with the pods in place: peak RSS (VmHWM) over %s", d.Round(time.Second)), fmtMiB(m.restartMem.HWM)+rssVerdict(m.restartMem.HWM), "target <= 95 MiB")
+		t.Add("... its Go memory at the end", m.restartGoMem.String(), "")
+		t.Add("... its CPU time", harness.FmtDur(m.restartCPU), "")
 		if m.audit != nil {
 			rc := countRequests(m.audit, m.restartFrom, m.restartTo)
-			t.add("... its API writes (leader Lease excluded)", breakdown(rc.writes), "")
-			t.add("... its leader Lease writes", fmt.Sprint(rc.leaseWrites), "")
-			t.add("... its API reads", breakdown(rc.reads), "")
+			t.Add("... its API writes (leader Lease excluded)", breakdown(rc.writes), "")
+			t.Add("... its leader Lease writes", fmt.Sprint(rc.leaseWrites), "")
+			t.Add("... its API reads", breakdown(rc.reads), "")
 		}
-		t.add("... pods / listed workers meanwhile", m.restartDelta, "")
-		t.add("... its log", m.restartLog.String(), "")
+		t.Add("... pods / listed workers meanwhile", m.restartDelta, "")
+		t.Add("... its log", m.restartLog.String(), "")
 	}
 	b.WriteString(t.String())
-	for _, s := range append(m.log.samples, m.restartLog.samples...) {
+	for _, s := range append(m.log.Samples(6), m.restartLog.Samples(6)...) {
 		fmt.Fprintf(b, "\n    %s", s)
 	}
-	if len(m.log.samples)+len(m.restartLog.samples) > 0 {
+	if len(m.log.Samples(6))+len(m.restartLog.Samples(6)) > 0 {
 		b.WriteString("\n")
 	}
 }
@@ -246,7 +237,7 @@ func (r *report) failedChecks() []string {
 		if n := len(l.neverListed); n > 0 {
 			out = append(out, fmt.Sprintf("%d Running workers never listed", n))
 		}
-		if l.log.panics > 0 {
+		if l.log.Panics > 0 {
 			out = append(out, "the operator panicked")
 		}
 	}
@@ -254,7 +245,7 @@ func (r *report) failedChecks() []string {
 		if !m.complete {
 			out = append(out, fmt.Sprintf("memory: only %d of %d workers listed", m.listed, m.pods))
 		}
-		if m.log.panics+m.restartLog.panics > 0 {
+		if m.log.Panics+m.restartLog.Panics > 0 {
 			out = append(out, "memory: the operator panicked")
 		}
 	}

@@ -1,0 +1,140 @@
+// Command chaos checks that the operator is crash-safe on a local control
+// plane (hack/cluster-up.sh: real etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler, kwok nodes): elastic MPIJobs
+// are scaled at random while the leading operator replica is SIGKILLed and
+// the API server restarted, and once everything has settled every job must
+// have exactly its workers, with nothing duplicated, orphaned, deleted while
+// listed, or exec-able beyond them. It prints a markdown table. See
+// hack/chaos/README.md.
+//
+//	make build && go run ./hack/chaos
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+)
+
+// Ports of the chaos cluster and of the two operator replicas: none is
+// used by the other clusters of this repository (local dev, integration,
+// e2e, bench), and all are below Linux's ephemeral range (32768-60999),
+// where any outgoing connection could hold them.
+var clusterPorts = []string{
+	"ETCD_PORT=" + etcdPort,
+	"ETCD_PEER_PORT=28800",
+	"APISERVER_PORT=28443",
+	"CONTROLLER_MANAGER_PORT=28257",
+	"SCHEDULER_PORT=28259",
+}
+
+var operatorPorts = [2]int{28080, 28081}
+
+// etcdPort is also where the harness watches etcd.
+const etcdPort = "28790"
+
+const (
+	namespace   = "mpi-chaos"
+	rbacName    = "mpi-operator-chaos"
+	userAgent   = "mpi-operator-chaos"
+	kwokPerNode = 110
+)
+
+type options struct {
+	root, localDir, operatorBin, out string
+	keepCluster, short               bool
+
+	jobs, ops, kills, apiRestarts int
+	minWorkers, maxWorkers        int
+	seed                          int64
+	maxDwell                      time.Duration
+	settleTimeout                 time.Duration
+	restWindow                    time.Duration
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.StringVar(&o.root, "root", "", "repository root (default: found from the working directory)")
+	fs.StringVar(&o.localDir, "local-dir", "", "directory of the chaos cluster, logs, timeline and report (default <root>/_output/chaos)")
+	fs.StringVar(&o.operatorBin, "operator", "", "operator binary (default <root>/_output/bin/mpi-operator, from `make build`)")
+	fs.StringVar(&o.out, "out", "", "also write the report to this file (default <local-dir>/report.md)")
+	fs.BoolVar(&o.keepCluster, "keep-cluster", false, "leave the cluster running at the end")
+	fs.BoolVar(&o.short, "short", false, "a shorter run for CI: 5 jobs, 40 operations, 5 kills, 1 API server restart (flags given explicitly win)")
+	fs.IntVar(&o.jobs, "jobs", 20, "elastic MPIJobs")
+	fs.IntVar(&o.ops, "ops", 200, "scale operations, through the scale subresource and through spec edits")
+	fs.IntVar(&o.kills, "kills", 20, "SIGKILLs of the leading operator replica")
+	fs.IntVar(&o.apiRestarts, "apiserver-restarts", 2, "restarts of the kube-apiserver during the run")
+	fs.IntVar(&o.minWorkers, "min-workers", 1, "the jobs' elasticPolicy.minReplicas")
+	fs.IntVar(&o.maxWorkers, "max-workers", 6, "the jobs' elasticPolicy.maxReplicas")
+	fs.Int64Var(&o.seed, "seed", 0, "random seed of every choice (0: from the clock)")
+	fs.DurationVar(&o.maxDwell, "max-dwell", 12*time.Second, "longest a leader runs before it is killed (uniform from 0)")
+	fs.DurationVar(&o.settleTimeout, "settle-timeout", 5*time.Minute, "how long the jobs may take to settle, at the start and after the last fault")
+	fs.DurationVar(&o.restWindow, "rest", 15*time.Second, "window after settling in which no worker, discover_hosts.sh or Role may change")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.short {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]*int{"jobs": &o.jobs, "ops": &o.ops, "kills": &o.kills, "apiserver-restarts": &o.apiRestarts} {
+			if !set[name] {
+				*v = map[string]int{"jobs": 5, "ops": 40, "kills": 5, "apiserver-restarts": 1}[name]
+			}
+		}
+	}
+	var errs []error
+	if o.jobs < 1 || o.ops < 0 || o.kills < 1 || o.apiRestarts < 0 {
+		errs = append(errs, errors.New("--jobs and --kills must be at least 1, --ops and --apiserver-restarts at least 0"))
+	}
+	if o.minWorkers < 1 || o.maxWorkers <= o.minWorkers {
+		errs = append(errs, errors.New("need 1 <= --min-workers < --max-workers"))
+	}
+	if o.maxDwell < 0 || o.settleTimeout <= 0 || o.restWindow < 0 {
+		errs = append(errs, errors.New("--max-dwell and --rest must not be negative, --settle-timeout must be positive"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if o.seed == 0 {
+		o.seed = time.Now().UnixNano() % 1_000_000
+	}
+	if err := harness.ResolvePaths("chaos", &o.root, &o.localDir, &o.operatorBin, &o.out); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+var logf = harness.NewLogf("chaos")
+
+func main() { harness.Main("chaos", parseFlags, run) }
+
+func run(ctx context.Context, o *options) int {
+	info, err := harness.StartRun(ctx, o.operatorBin)
+	if err != nil {
+		logf("%v", err)
+		return harness.ExitIncomplete
+	}
+	logf("seed %d: %d jobs, %d scale operations, %d kills of the leader, %d API server restarts",
+		o.seed, o.jobs, o.ops, o.kills, o.apiRestarts)
+	res, err := runChaos(ctx, o)
+	rep := &report{RunInfo: info, o: o, res: res}
+	rep.Duration = time.Since(rep.Started)
+	status := harness.Finish(logf, rep.String(), o.out, rep.RunInfo, err, res.failedChecks())
+	logf("seed %d", o.seed)
+	return status
+}
+
+// kwokNodes is enough simulated nodes for every job at its most workers,
+// with room for drained workers not yet deleted.
+func kwokNodes(o *options) int {
+	pods := o.jobs * (o.maxWorkers + 1)
+	return max(2, (pods*3/2+kwokPerNode-1)/kwokPerNode)
+}

@@ -1,0 +1,157 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestPercentile(t *testing.T) {
+	var s Sample
+	for i := 1; i <= 100; i++ {
+		s = append(s, time.Duration(101-i)*time.Millisecond)
+	}
+	sum := s.Summarize()
+	if sum.N != 100 || sum.P50 != 50*time.Millisecond || sum.P99 != 99*time.Millisecond || sum.Max != 100*time.Millisecond {
+		t.Errorf("summary of 1..100 ms = %+v", sum)
+	}
+	one := Sample{7 * time.Second}.Summarize()
+	if one.P50 != 7*time.Second || one.P99 != 7*time.Second {
+		t.Errorf("summary of one value = %+v", one)
+	}
+	if (Sample{}).Summarize().N != 0 {
+		t.Error("empty sample has values")
+	}
+}
+
+func TestParseDiscoverHosts(t *testing.T) {
+	got := ParseDiscoverHosts("#!/bin/sh\necho j-launcher:1\necho j-worker-10:2\necho j-worker-2:2\n")
+	if len(got) != 3 || !got["j-worker-10"] || !got["j-worker-2"] || !got["j-launcher"] {
+		t.Errorf("hosts = %v", got)
+	}
+	if len(ParseDiscoverHosts("#!/bin/sh\n")) != 0 {
+		t.Error("an empty script lists hosts")
+	}
+}
+
+// historyFixture feeds a History the events of job "j" by hand.
+type historyFixture struct {
+	h   *History
+	obj Objects
+}
+
+func (f *historyFixture) pod(name, uid string, phase corev1.PodPhase, draining, deleted bool) Observation {
+	return f.h.Observe(time.Now(), f.obj.Worker(name, uid, phase, draining, false), deleted)
+}
+
+func (f *historyFixture) hosts(names ...string) {
+	f.h.Observe(time.Now(), f.obj.ConfigMap(names...), false)
+}
+
+func (f *historyFixture) role(names ...string) { f.h.Observe(time.Now(), f.obj.Role(names...), false) }
+
+func TestHistory(t *testing.T) {
+	f := &historyFixture{h: NewHistory(), obj: Objects{Job: "j"}}
+	j := f.h.AddJob("j")
+	f.role("j-worker-0")
+	if ob := f.pod("j-worker-0", "u0", corev1.PodPending, false, false); !ob.NewWorker || ob.Job != j {
+		t.Fatalf("first event: %+v", ob)
+	}
+	f.pod("j-worker-0", "u0", corev1.PodRunning, false, false)
+	f.hosts("j-worker-0")
+	// Created before the Role allowed it.
+	f.pod("j-worker-1", "u1", corev1.PodRunning, false, false)
+	f.role("j-worker-0", "j-worker-1")
+	f.hosts("j-worker-0", "j-worker-1")
+	if got := j.RoleAfterPod(); !slices.Equal(got, []string{"j-worker-1"}) {
+		t.Errorf("RoleAfterPod = %v", got)
+	}
+	if j.MaxLive != 2 {
+		t.Errorf("MaxLive = %d", j.MaxLive)
+	}
+
+	// Drained right, then deleted: no anomaly.
+	if ob := f.pod("j-worker-1", "u1", corev1.PodRunning, true, false); !ob.Drained {
+		t.Errorf("drain not observed: %+v", ob)
+	}
+	f.hosts("j-worker-0")
+	if ob := f.pod("j-worker-1", "u1", corev1.PodRunning, true, true); !ob.Deleting || j.Workers["j-worker-1"].GoneAt.IsZero() {
+		t.Errorf("deletion not observed: %+v", ob)
+	}
+	// Deleted while listed, through a tombstone.
+	f.h.Observe(time.Now(), cache.DeletedFinalStateUnknown{Key: "ns/j-worker-0", Obj: &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "j-worker-0", UID: "u0", Labels: map[string]string{LabelJobName: "j", LabelRole: "worker"}},
+	}}, true)
+	if !slices.Equal(f.h.DeletedWhileListed, []string{"j-worker-0"}) {
+		t.Errorf("DeletedWhileListed = %v", f.h.DeletedWhileListed)
+	}
+	// A listed name given to a new pod.
+	if ob := f.pod("j-worker-0", "u0b", corev1.PodPending, false, false); !ob.NewWorker {
+		t.Errorf("the new pod under an old name is no new worker: %+v", ob)
+	}
+	if !slices.Equal(f.h.ListedNameReused, []string{"j-worker-0"}) || len(j.Replaced) != 1 || len(j.AllWorkers()) != 3 {
+		t.Errorf("ListedNameReused = %v, replaced %d, all %d", f.h.ListedNameReused, len(j.Replaced), len(j.AllWorkers()))
+	}
+	// A ConfigMap version after the drain that lists the drained worker.
+	f.hosts("j-worker-1")
+	if !slices.Equal(f.h.ListedAfterDrain, []string{"j-worker-1"}) {
+		t.Errorf("ListedAfterDrain = %v", f.h.ListedAfterDrain)
+	}
+	// Other jobs' and other roles' objects are ignored.
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "k-worker-0", Labels: map[string]string{LabelJobName: "k", LabelRole: "worker"}}}
+	if ob := f.h.Observe(time.Now(), other, false); ob.Job != nil {
+		t.Errorf("a pod of an unknown job was taken: %+v", ob)
+	}
+}
+
+func TestScanLog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "op.log")
+	log := `I0102 03:04:05.000001   42 server.go:1] "Starting"
+E0102 03:04:06.500000   42 controller.go:2] "Syncing MPIJob failed; retrying" err="boom"
+W0102 03:04:07.000000   42 reflector.go:3] "watch ended"
+panic: runtime error: invalid memory address
+E0102 03:04:08.000000   42 controller.go:2] "Syncing MPIJob failed; retrying" err=<
+	deleting pod a: connection refused
+	deleting pod b: connection refused
+ > mpijob="ns/j"
+I0102 03:04:09.000000   42 server.go:1] "after"
+`
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	op := &Operator{LogPath: path, Started: time.Date(2026, 5, 1, 0, 0, 0, 0, time.Local)}
+	s := op.ScanLog()
+	if s.Errors != 2 || s.Warnings != 1 || s.Panics != 1 || len(s.Lines) != 4 {
+		t.Fatalf("summary %+v", s)
+	}
+	if got, want := s.Lines[3].Msg, `"Syncing MPIJob failed; retrying" err=< deleting pod a: connection refused deleting pod b: connection refused > mpijob="ns/j"`; got != want {
+		t.Errorf("multi-line message %q, want %q", got, want)
+	}
+	if want := time.Date(2026, 1, 2, 3, 4, 6, 500000000, time.Local); !s.Lines[0].At.Equal(want) {
+		t.Errorf("time %v, want %v", s.Lines[0].At, want)
+	}
+	if s.Lines[0].Msg != `"Syncing MPIJob failed; retrying" err="boom"` {
+		t.Errorf("message %q", s.Lines[0].Msg)
+	}
+	if got := s.Samples(6); len(got) != 3 {
+		t.Errorf("samples %q", got)
+	}
+}
+
+func TestTable(t *testing.T) {
+	tb := NewTable("a", "b")
+	tb.Add("x|y", "1")
+	if got, want := tb.String(), "| a | b |\n| --- | --- |\n| x\\|y | 1 |\n"; got != want {
+		t.Errorf("table %q, want %q", got, want)
+	}
+	if got := CountOf([]string{"a", "b"}); got != "2: a, b" {
+		t.Errorf("CountOf = %q", got)
+	}
+}
