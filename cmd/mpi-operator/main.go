@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
 	"github.com/kubeflow/mpi-operator/cmd/mpi-operator/app"
+	"github.com/kubeflow/mpi-operator/pkg/operator"
 	"github.com/kubeflow/mpi-operator/pkg/version"
 )
 
@@ -41,12 +40,8 @@ func run() int {
 
 	// SIGTERM or SIGINT starts a graceful stop; a second one kills the
 	// process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	ctx, stop := operator.SignalContext(context.Background())
 	defer stop()
-	context.AfterFunc(ctx, func() {
-		stop()
-		klog.InfoS("Received a stop signal; shutting down")
-	})
 
 	if err := app.Run(ctx, opts); err != nil {
 		klog.Flush()

@@ -1,19 +1,19 @@
 // Package app holds the mpi-operator command: its flags and the code that
-// wires clients, leader election, monitoring and the controller together.
+// builds the clients, checks the CRDs and runs the MPIJob controller under
+// the leader election and monitoring of pkg/operator.
 package app
 
 import (
 	"errors"
-	goflag "flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/klog/v2"
+
+	"github.com/kubeflow/mpi-operator/pkg/operator"
 )
 
 // Environment variables the operator reads.
@@ -90,14 +90,6 @@ func NewOptions() *Options {
 	}
 }
 
-// klogFlags registers klog's flags once: klog binds them to process-wide
-// state, so every pflag set shares the same Go flag set.
-var klogFlags = sync.OnceValue(func() *goflag.FlagSet {
-	fs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
-	klog.InitFlags(fs)
-	return fs
-})
-
 // AddFlags registers the operator's flags, klog's (-v, --vmodule, ...) and
 // the obsolete flags of upstream's operator on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
@@ -127,7 +119,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Annotate the launcher pod after each change of discover_hosts.sh, so the kubelet refreshes the file at once instead of at its next periodic sync.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Run the controller only while holding the leader Lease, so several replicas can run safely. Turn off only for a single replica.")
-	fs.AddGoFlagSet(klogFlags())
+	fs.AddGoFlagSet(operator.KlogFlags())
 	addObsoleteFlags(fs)
 }
 
@@ -153,59 +145,6 @@ func addObsoleteFlags(fs *pflag.FlagSet) {
 		// MarkDeprecated fails only for an unknown name or an empty message.
 		_ = fs.MarkDeprecated(name, why)
 	}
-}
-
-// goStyleArgs rewrites the single-dash long flags of Go's flag package
-// (-alsologtostderr, -threadiness=2, -threadiness 2) into pflag's
-// double-dash form. Upstream's operator parsed its flags with Go's flag
-// package, and manifests written for it pass such arguments, which pflag
-// would otherwise read as a group of one-letter shorthands. An unknown name
-// is rewritten too, so that pflag reports it as an unknown flag by its name.
-//
-// One-letter flags (-v 4, -v=4) are pflag shorthands already and stay as
-// they are; so do combined shorthands, which Go's flag package does not
-// have either. The value that follows a flag needing one is copied
-// untouched, even when it starts with a dash, and so is everything after
-// a "--" terminator.
-func goStyleArgs(fs *pflag.FlagSet, args []string) []string {
-	out := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		if arg == "--" {
-			return append(out, args[i:]...)
-		}
-		if len(arg) < 2 || arg[0] != '-' {
-			out = append(out, arg) // a positional argument, or "-"
-			continue
-		}
-		spec, long := strings.CutPrefix(arg, "--")
-		if !long {
-			spec = arg[1:]
-		}
-		name, _, hasValue := strings.Cut(spec, "=")
-		if !long && len(name) > 1 {
-			arg, long = "-"+arg, true
-		}
-		out = append(out, arg)
-		if !hasValue && needsValue(fs, name, long) && i+1 < len(args) {
-			i++
-			out = append(out, args[i])
-		}
-	}
-	return out
-}
-
-// needsValue tells whether the flag takes the next argument as its value
-// when it is given without "=": every known flag but the booleans.
-func needsValue(fs *pflag.FlagSet, name string, long bool) bool {
-	var f *pflag.Flag
-	switch {
-	case long:
-		f = fs.Lookup(name)
-	case len(name) == 1:
-		f = fs.ShorthandLookup(name)
-	}
-	return f != nil && f.NoOptDefVal == ""
 }
 
 // Complete fills in values that come from the environment after parsing:
@@ -266,16 +205,8 @@ func ParseArgs(args []string, output io.Writer) (*Options, error) {
 	fs := pflag.NewFlagSet("mpi-operator", pflag.ContinueOnError)
 	fs.SetOutput(output)
 	o.AddFlags(fs)
-	err := fs.Parse(goStyleArgs(fs, args))
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected arguments %q: mpi-operator takes only flags", fs.Args())
-	}
-	if errors.Is(err, pflag.ErrHelp) {
-		return nil, err // the usage has been printed
-	}
-	if err != nil {
-		fmt.Fprintf(output, "mpi-operator: %v\nRun mpi-operator --help for the list of flags.\n", err)
-		return nil, err
+	if err := operator.ParseFlags(fs, args); err != nil {
+		return nil, err // the usage, or the error, has been printed
 	}
 	o.Complete()
 	return o, nil

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
+
+	"github.com/kubeflow/mpi-operator/pkg/operator"
 )
 
 // defaults are the Options without flags or environment.
@@ -48,7 +50,7 @@ func parseClean(t *testing.T, args []string) (Options, string) {
 // when the test ends.
 func klogFlag(t *testing.T, name string) string {
 	t.Helper()
-	f := klogFlags().Lookup(name)
+	f := operator.KlogFlags().Lookup(name)
 	if f == nil {
 		t.Fatalf("klog has no flag %q", name)
 	}
@@ -347,80 +349,6 @@ func TestParseArgsObsoleteFlags(t *testing.T) {
 			}
 			if !strings.Contains(out, tc.want) {
 				t.Errorf("ParseArgs(%q) printed %q, want it to contain %q", tc.args, out, tc.want)
-			}
-		})
-	}
-}
-
-func TestGoStyleArgs(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-		want []string
-	}{
-		{name: "nothing", args: nil, want: []string{}},
-		{
-			name: "single-dash long flags become double-dash",
-			args: []string{"-alsologtostderr", "-threadiness", "2", "-namespace=ml"},
-			want: []string{"--alsologtostderr", "--threadiness", "2", "--namespace=ml"},
-		},
-		{
-			name: "double-dash flags stay",
-			args: []string{"--alsologtostderr", "--threadiness", "2", "--namespace=ml"},
-			want: []string{"--alsologtostderr", "--threadiness", "2", "--namespace=ml"},
-		},
-		{
-			name: "one-letter shorthands stay",
-			args: []string{"-v", "4", "-v=2", "-h"},
-			want: []string{"-v", "4", "-v=2", "-h"},
-		},
-		{
-			name: "the value of a flag is never rewritten",
-			args: []string{"--namespace", "-x", "-kubeConfig", "-config", "-v", "-vmodule"},
-			want: []string{"--namespace", "-x", "--kubeConfig", "-config", "-v", "-vmodule"},
-		},
-		{
-			name: "a boolean takes no separate value",
-			args: []string{"-leader-elect", "-lock-namespace", "kubeflow"},
-			want: []string{"--leader-elect", "--lock-namespace", "kubeflow"},
-		},
-		{
-			name: "a value after = leaves the next argument alone",
-			args: []string{"-namespace=ml", "-threadiness", "3"},
-			want: []string{"--namespace=ml", "--threadiness", "3"},
-		},
-		{
-			name: "a flag needing a value at the end",
-			args: []string{"-namespace"},
-			want: []string{"--namespace"},
-		},
-		{
-			name: "unknown names are rewritten too, and take no value",
-			args: []string{"-no-such-flag", "-threadiness=2"},
-			want: []string{"--no-such-flag", "--threadiness=2"},
-		},
-		{
-			name: "positional arguments and a lone dash stay",
-			args: []string{"extra", "-", "-threadiness=2"},
-			want: []string{"extra", "-", "--threadiness=2"},
-		},
-		{
-			name: "nothing after the terminator changes",
-			args: []string{"-threadiness=2", "--", "-namespace", "ml"},
-			want: []string{"--threadiness=2", "--", "-namespace", "ml"},
-		},
-		{
-			name: "a terminator given as a value is a value",
-			args: []string{"-namespace", "--", "-threadiness=2"},
-			want: []string{"--namespace", "--", "--threadiness=2"},
-		},
-	}
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	NewOptions().AddFlags(fs)
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := goStyleArgs(fs, tc.args); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("goStyleArgs(%q) = %q, want %q", tc.args, got, tc.want)
 			}
 		})
 	}
