@@ -54,7 +54,7 @@ test-unit: fuzz
 FUZZ_PLAN ?= 30000x
 FUZZ_SYNC ?= 20000x
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzPlanWorkers$$' -fuzztime $(FUZZ_PLAN) -fuzzminimizetime 200x ./pkg/controller
+	$(GO) test -run '^$$' -fuzz '^FuzzPlanWorkers$$' -fuzztime $(FUZZ_PLAN) -fuzzminimizetime 200x ./pkg/elastic
 	$(GO) test -run '^$$' -fuzz '^FuzzSync$$' -fuzztime $(FUZZ_SYNC) -fuzzminimizetime 200x ./pkg/controller
 
 # Both suites start their own control plane (hack/cluster-up.sh) on ports of

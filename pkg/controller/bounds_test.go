@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 const (
@@ -108,8 +109,8 @@ func TestObjectSizesAtMaxWorkers(t *testing.T) {
 	names := boundsTestWorkers(t, job, 2*workers)
 
 	t.Run("ConfigMap", func(t *testing.T) {
-		hosts := hostLists{desired: names[workers:], running: names[workers:]}
-		cm := newConfigMap(job, hosts, configState{nextIndex: int(math.Pow10(10)), belowMinSince: time.Now()})
+		hosts := elastic.Hosts{Desired: names[workers:], Running: names[workers:]}
+		cm := newConfigMap(job, hosts, elastic.State{NextIndex: int(math.Pow10(10)), BelowMinSince: time.Now()})
 		if got := strings.Count(cm.Data[hostfileKey], " slots=2147483647\n"); got != workers+1 {
 			t.Errorf("hostfile has %d lines, want %d workers and the launcher", got, workers)
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 // The builders below are pure: they take a defaulted job and what the sync
@@ -34,69 +34,21 @@ func objectMeta(job *kubeflow.MPIJob, name string, labels map[string]string) met
 
 // newConfigMap returns the job's /etc/mpi files for the given hosts, with
 // the elastic bookkeeping of state in its annotations.
-func newConfigMap(job *kubeflow.MPIJob, hosts hostLists, state configState) *corev1.ConfigMap {
+func newConfigMap(job *kubeflow.MPIJob, hosts elastic.Hosts, state elastic.State) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            configMapName(job),
 			Namespace:       job.Namespace,
 			Labels:          map[string]string{labelApp: job.Name},
-			Annotations:     state.annotations(),
+			Annotations:     state.Annotations(),
 			OwnerReferences: ownerRefs(job),
 		},
 		Data: map[string]string{
-			hostfileKey:      hostfile(job, hosts.desired),
+			hostfileKey:      hostfile(job, hosts.Desired),
 			kubexecKey:       kubexecScript(job),
-			discoverHostsKey: discoverHostsScript(job, hosts.running),
+			discoverHostsKey: discoverHostsScript(job, hosts.Running),
 		},
 	}
-}
-
-// configState is what an elastic job keeps on its ConfigMap besides the
-// files. It changes only together with the hosts, so it costs no request of
-// its own, and it outlives a restart of the controller.
-type configState struct {
-	// nextIndex is the lowest worker index the job has never used; 0 for
-	// none recorded.
-	nextIndex int
-	// belowMinSince is when the job's running workers fell below
-	// minReplicas; zero while they are not below.
-	belowMinSince time.Time
-}
-
-// configStateAnnotations are the annotation keys configState owns.
-var configStateAnnotations = []string{annotationNextWorkerIndex, annotationBelowMinSince}
-
-func (s configState) annotations() map[string]string {
-	a := map[string]string{}
-	if s.nextIndex > 0 {
-		a[annotationNextWorkerIndex] = strconv.Itoa(s.nextIndex)
-	}
-	if !s.belowMinSince.IsZero() {
-		a[annotationBelowMinSince] = s.belowMinSince.UTC().Format(time.RFC3339Nano)
-	}
-	if len(a) == 0 {
-		return nil
-	}
-	return a
-}
-
-// parseConfigState reads the bookkeeping back from a ConfigMap's
-// annotations; what is missing or malformed reads as unset.
-func parseConfigState(annotations map[string]string) configState {
-	var s configState
-	s.nextIndex, _ = parseIndex(annotations[annotationNextWorkerIndex])
-	if t, err := time.Parse(time.RFC3339, annotations[annotationBelowMinSince]); err == nil {
-		s.belowMinSince = t
-	}
-	return s
-}
-
-// hostLists are the worker names that the job's files list, in index order.
-type hostLists struct {
-	// desired are the workers the job wants: the hostfile.
-	desired []string
-	// running are the workers the launcher may use now: discover_hosts.sh.
-	running []string
 }
 
 func hostfile(job *kubeflow.MPIJob, workers []string) string {
@@ -336,7 +288,7 @@ func newLauncher(job *kubeflow.MPIJob, opts launcherOptions) *corev1.Pod {
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}
 		}
-		pod.Annotations[annotationHostsHash] = opts.hostsHash
+		pod.Annotations[elastic.AnnotationHostsHash] = opts.hostsHash
 	}
 	pod.Spec.ServiceAccountName = launcherName(job)
 	pod.Spec.InitContainers = append([]corev1.Container{newDeliveryContainer(job, opts)}, pod.Spec.InitContainers...)

@@ -3,7 +3,6 @@ package controller
 import (
 	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,6 +15,7 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 // newTestJobForBuilders returns a defaulted job "ns/job" with a launcher
@@ -78,12 +78,12 @@ func TestNewConfigMap(t *testing.T) {
 	cases := []struct {
 		name    string
 		modify  func(*kubeflow.MPIJob)
-		hosts   hostLists
+		hosts   elastic.Hosts
 		wantCfg map[string]string
 	}{
 		{
 			name:  "two workers, one running",
-			hosts: hostLists{desired: []string{"job-worker-0", "job-worker-1"}, running: []string{"job-worker-0"}},
+			hosts: elastic.Hosts{Desired: []string{"job-worker-0", "job-worker-1"}, Running: []string{"job-worker-0"}},
 			wantCfg: map[string]string{
 				"hostfile":          "job-worker-0 slots=1\njob-worker-1 slots=1\n",
 				"kubexec.sh":        builderTestKubexec,
@@ -96,7 +96,7 @@ func TestNewConfigMap(t *testing.T) {
 				j.Spec.SlotsPerWorker = ptr[int32](4)
 				j.Spec.MainContainer = "trainer"
 			},
-			hosts: hostLists{desired: []string{"job-worker-0", "job-worker-1"}, running: []string{"job-worker-0", "job-worker-1"}},
+			hosts: elastic.Hosts{Desired: []string{"job-worker-0", "job-worker-1"}, Running: []string{"job-worker-0", "job-worker-1"}},
 			wantCfg: map[string]string{
 				"hostfile":          "job-worker-0 slots=4\njob-worker-1 slots=4\n",
 				"kubexec.sh":        "#!/bin/sh\nPOD_NAME=$1\nshift\n/opt/kube/kubectl exec ${POD_NAME} --container trainer -- /bin/sh -c \"$*\"\n",
@@ -109,7 +109,7 @@ func TestNewConfigMap(t *testing.T) {
 				builderTestGPULimit(j, "nvidia.com/gpu")
 				j.Spec.SlotsPerWorker = ptr[int32](2)
 			},
-			hosts: hostLists{desired: []string{"job-worker-0", "job-worker-1"}, running: []string{"job-worker-1"}},
+			hosts: elastic.Hosts{Desired: []string{"job-worker-0", "job-worker-1"}, Running: []string{"job-worker-1"}},
 			wantCfg: map[string]string{
 				"hostfile":          "job-launcher slots=2\njob-worker-0 slots=2\njob-worker-1 slots=2\n",
 				"kubexec.sh":        builderTestKubexec,
@@ -119,7 +119,7 @@ func TestNewConfigMap(t *testing.T) {
 		{
 			name:   "GPU launcher with another vendor's gpu resource and no workers",
 			modify: func(j *kubeflow.MPIJob) { builderTestGPULimit(j, "amd.com/gpu") },
-			hosts:  hostLists{},
+			hosts:  elastic.Hosts{},
 			wantCfg: map[string]string{
 				"hostfile":          "job-launcher slots=1\n",
 				"kubexec.sh":        builderTestKubexec,
@@ -132,7 +132,7 @@ func TestNewConfigMap(t *testing.T) {
 				c := &j.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template.Spec.Containers[0]
 				c.Resources.Requests = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 			},
-			hosts: hostLists{desired: []string{"job-worker-0"}},
+			hosts: elastic.Hosts{Desired: []string{"job-worker-0"}},
 			wantCfg: map[string]string{
 				"hostfile":          "job-worker-0 slots=1\n",
 				"kubexec.sh":        builderTestKubexec,
@@ -147,7 +147,7 @@ func TestNewConfigMap(t *testing.T) {
 					Name: "helper", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}},
 				})
 			},
-			hosts: hostLists{desired: []string{"job-worker-0"}, running: []string{"job-worker-0"}},
+			hosts: elastic.Hosts{Desired: []string{"job-worker-0"}, Running: []string{"job-worker-0"}},
 			wantCfg: map[string]string{
 				"hostfile":          "job-launcher slots=1\njob-worker-0 slots=1\n",
 				"kubexec.sh":        builderTestKubexec,
@@ -157,7 +157,7 @@ func TestNewConfigMap(t *testing.T) {
 		{
 			name:   "job without a launcher spec is not a GPU launcher",
 			modify: func(j *kubeflow.MPIJob) { delete(j.Spec.MPIReplicaSpecs, kubeflow.MPIReplicaTypeLauncher) },
-			hosts:  hostLists{desired: []string{"job-worker-0"}, running: []string{"job-worker-0"}},
+			hosts:  elastic.Hosts{Desired: []string{"job-worker-0"}, Running: []string{"job-worker-0"}},
 			wantCfg: map[string]string{
 				"hostfile":          "job-worker-0 slots=1\n",
 				"kubexec.sh":        builderTestKubexec,
@@ -166,7 +166,7 @@ func TestNewConfigMap(t *testing.T) {
 		},
 		{
 			name:  "no workers at all: empty hostfile, discovery script lists nothing",
-			hosts: hostLists{},
+			hosts: elastic.Hosts{},
 			wantCfg: map[string]string{
 				"hostfile":          "",
 				"kubexec.sh":        builderTestKubexec,
@@ -175,7 +175,7 @@ func TestNewConfigMap(t *testing.T) {
 		},
 		{
 			name:  "order of the given lists is kept (the caller sorts numerically)",
-			hosts: hostLists{desired: []string{"job-worker-2", "job-worker-10"}, running: []string{"job-worker-2", "job-worker-10"}},
+			hosts: elastic.Hosts{Desired: []string{"job-worker-2", "job-worker-10"}, Running: []string{"job-worker-2", "job-worker-10"}},
 			wantCfg: map[string]string{
 				"hostfile":          "job-worker-2 slots=1\njob-worker-10 slots=1\n",
 				"kubexec.sh":        builderTestKubexec,
@@ -198,7 +198,7 @@ func TestNewConfigMap(t *testing.T) {
 				},
 				Data: tc.wantCfg,
 			}
-			if diff := cmp.Diff(want, newConfigMap(job, tc.hosts, configState{})); diff != "" {
+			if diff := cmp.Diff(want, newConfigMap(job, tc.hosts, elastic.State{})); diff != "" {
 				t.Errorf("newConfigMap (-want +got):\n%s", diff)
 			}
 		})
@@ -214,7 +214,7 @@ func TestDiscoverHostsScriptRuns(t *testing.T) {
 	}
 	job := newTestJobForBuilders(3)
 	job.Spec.SlotsPerWorker = ptr[int32](2)
-	cm := newConfigMap(job, hostLists{running: []string{"job-worker-0", "job-worker-2"}}, configState{})
+	cm := newConfigMap(job, elastic.Hosts{Running: []string{"job-worker-0", "job-worker-2"}}, elastic.State{})
 	out, err := exec.Command(sh, "-c", cm.Data[discoverHostsKey]).Output()
 	if err != nil {
 		t.Fatalf("running discover_hosts.sh: %v", err)
@@ -222,7 +222,7 @@ func TestDiscoverHostsScriptRuns(t *testing.T) {
 	if diff := cmp.Diff("job-worker-0:2\njob-worker-2:2\n", string(out)); diff != "" {
 		t.Errorf("discover_hosts.sh output (-want +got):\n%s", diff)
 	}
-	empty := newConfigMap(job, hostLists{}, configState{})
+	empty := newConfigMap(job, elastic.Hosts{}, elastic.State{})
 	out, err = exec.Command(sh, "-c", empty.Data[discoverHostsKey]).Output()
 	if err != nil || len(out) != 0 {
 		t.Errorf("empty discover_hosts.sh: output %q, err %v; want no output and success", out, err)
@@ -783,8 +783,8 @@ func TestBuildersDoNotMutateJob(t *testing.T) {
 	}}
 	before := job.DeepCopy()
 
-	hosts := hostLists{desired: []string{"job-worker-0"}, running: []string{"job-worker-0"}}
-	cm := newConfigMap(job, hosts, configState{})
+	hosts := elastic.Hosts{Desired: []string{"job-worker-0"}, Running: []string{"job-worker-0"}}
+	cm := newConfigMap(job, hosts, elastic.State{})
 	sa := newLauncherServiceAccount(job)
 	role := newLauncherRole(job, []string{"job-worker-0"})
 	rb := newLauncherRoleBinding(job)
@@ -830,22 +830,6 @@ func TestBuildersDoNotMutateJob(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, job); diff != "" {
 		t.Errorf("changing the built objects changed the job (-before +after):\n%s", diff)
-	}
-}
-
-func TestHostsHash(t *testing.T) {
-	a := hostsHash("#!/bin/sh\necho job-worker-0:1\n")
-	if len(a) != 16 {
-		t.Errorf("hostsHash length %d, want 16 hex characters: %q", len(a), a)
-	}
-	if a != hostsHash("#!/bin/sh\necho job-worker-0:1\n") {
-		t.Error("hostsHash is not deterministic")
-	}
-	if a == hostsHash("#!/bin/sh\necho job-worker-1:1\n") {
-		t.Error("hostsHash is the same for different scripts")
-	}
-	if strings.Trim(a, "0123456789abcdef") != "" {
-		t.Errorf("hostsHash %q is not lower-case hex", a)
 	}
 }
 

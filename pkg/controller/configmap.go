@@ -2,30 +2,29 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 // syncConfigMap writes the job's /etc/mpi files and bookkeeping, if they
 // changed.
-func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJob, hosts hostLists, state configState) (*corev1.ConfigMap, error) {
+func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJob, hosts elastic.Hosts, state elastic.State) (*corev1.ConfigMap, error) {
 	return ensure(ctx, job, c.configMapChild(), newConfigMap(job, hosts, state))
 }
 
 // recordedState reads the bookkeeping from the job's ConfigMap; the zero
 // state when there is none.
-func (c *MPIJobController) recordedState(job *kubeflow.MPIJob) configState {
+func (c *MPIJobController) recordedState(job *kubeflow.MPIJob) elastic.State {
 	cm, err := c.cmLister.ConfigMaps(job.Namespace).Get(configMapName(job))
 	if err != nil || !metav1.IsControlledBy(cm, job) {
-		return configState{}
+		return elastic.State{}
 	}
-	return parseConfigState(cm.Annotations)
+	return elastic.ParseState(cm.Annotations)
 }
 
 func (c *MPIJobController) configMapChild() child[*corev1.ConfigMap] {
@@ -45,7 +44,8 @@ func (c *MPIJobController) configMapChild() child[*corev1.ConfigMap] {
 		},
 		merge: func(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
 			same := maps.Equal(cur.Data, want.Data)
-			for _, k := range configStateAnnotations {
+			keys := elastic.StateAnnotations()
+			for _, k := range keys {
 				same = same && cur.Annotations[k] == want.Annotations[k]
 			}
 			if same {
@@ -53,7 +53,7 @@ func (c *MPIJobController) configMapChild() child[*corev1.ConfigMap] {
 			}
 			merged := cur.DeepCopy()
 			merged.Data = want.Data
-			for _, k := range configStateAnnotations {
+			for _, k := range keys {
 				if v, ok := want.Annotations[k]; ok {
 					if merged.Annotations == nil {
 						merged.Annotations = map[string]string{}
@@ -66,10 +66,4 @@ func (c *MPIJobController) configMapChild() child[*corev1.ConfigMap] {
 			return merged, true
 		},
 	}
-}
-
-// hostsHash identifies a discover_hosts.sh content in a short string.
-func hostsHash(script string) string {
-	sum := sha256.Sum256([]byte(script))
-	return hex.EncodeToString(sum[:8])
 }

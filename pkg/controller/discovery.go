@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 // The discovery fast path. Horovod asks discover_hosts.sh for hosts every
@@ -26,7 +27,7 @@ import (
 // The fast path writes nothing that the main sync would not write from the
 // same cache, in the same order:
 //   - both paths hold the job's lock, so they never act on a job at once;
-//   - both follow one plan, planWorkers of the cached workers;
+//   - both follow one plan, elastic.PlanWorkers of the cached workers;
 //   - the fast path acts only when the cache shows every pod the controller
 //     patched or deleted, so that the plan does not mark a worker twice or
 //     list a worker already marked;
@@ -57,14 +58,9 @@ var errNotSettled = errors.New("the cache does not show the controller's last po
 func discoveryWorkers(threadiness int) int { return threadiness + 2 }
 
 // discoverable tells whether a pod is one discover_hosts.sh may list as far
-// as the pod itself goes: a Running worker that is neither deleted nor
-// draining.
+// as the pod itself goes: a worker that elastic.Discoverable accepts.
 func discoverable(pod *corev1.Pod) bool {
-	if pod.Labels[labelMPIRole] != roleWorker || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	_, draining := pod.Annotations[annotationDrainingSince]
-	return !draining
+	return pod.Labels[labelMPIRole] == roleWorker && elastic.Discoverable(pod)
 }
 
 // enqueueResize sends a job whose worker replicas changed to the fast path,
@@ -149,30 +145,31 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 	}
 	ws := toWorkers(job, pods)
 	now := c.clock.Now()
-	recorded := parseConfigState(cm.Annotations)
-	plan := planWorkers(job, ws, recorded.nextIndex, c.workerNameHolder(job), now)
-	if len(plan.create) > 0 {
+	recorded := elastic.ParseState(cm.Annotations)
+	plan := elastic.PlanWorkers(workerSpec(job), ws, recorded.NextIndex, c.workerNameHolder(job), now)
+	if len(plan.Create) > 0 {
 		logger.V(4).Info("Discovery left to the main sync", "reason", "workers to create")
 		return nil
 	}
-	state, _, left := minReplicasClock(job, ws, recorded, plan.nextIndex, now)
-	if !state.belowMinSince.IsZero() && left == 0 {
+	clock := minReplicasClock(job, ws, recorded, now)
+	if clock.Expired() {
 		logger.V(4).Info("Discovery left to the main sync", "reason", "below minReplicas for too long")
 		return nil
 	}
-	if err := c.markDraining(ctx, job, plan.drain, metav1.NewTime(now)); err != nil {
+	if err := c.markDraining(ctx, job, plan.Drain, metav1.NewTime(now)); err != nil {
 		return err
 	}
-	written, err := c.syncConfigMap(ctx, job, plan.hosts, state)
+	state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: clock.Since}
+	written, err := c.syncConfigMap(ctx, job, plan.Hosts, state)
 	if err != nil {
 		return err
 	}
-	logger.V(4).Info("Discovery synced", "running", plan.hosts.running)
-	c.observeDiscovery(ws, plan.hosts.running)
+	logger.V(4).Info("Discovery synced", "running", plan.Hosts.Running)
+	c.observeDiscovery(ws, plan.Hosts.Running)
 	launcher, err := c.getLauncher(job)
 	if err != nil || launcher == nil {
 		return nil
 	}
-	_, err = c.refreshLauncher(ctx, job, launcher, hostsHash(written.Data[discoverHostsKey]))
+	_, err = c.refreshLauncher(ctx, job, launcher, elastic.HostsHash(written.Data[discoverHostsKey]))
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 // discover runs one fast-path sync of job; prepare, if given, sees the
@@ -27,8 +28,8 @@ func (f *fixture) discover(job *kubeflow.MPIJob, prepare func(*MPIJobController)
 func oneOfTwoListed(f *fixture) *kubeflow.MPIJob {
 	job := runningJob(f, 2)
 	two := []string{"pi-worker-0", "pi-worker-1"}
-	f.cms[0] = newConfigMap(defaulted(job), hostLists{desired: two, running: two[:1]}, configState{})
-	f.pods[2].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
+	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: two, Running: two[:1]}, elastic.State{})
+	f.pods[2].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
 	return job
 }
 
@@ -74,7 +75,7 @@ func TestDiscoveryRecordsNextIndexOfListedWorker(t *testing.T) {
 	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\necho pi-worker-2:1\n" {
 		t.Errorf("discover_hosts.sh %q", got)
 	}
-	if got := cm.Annotations[annotationNextWorkerIndex]; got != "3" {
+	if got := cm.Annotations[elastic.AnnotationNextWorkerIndex]; got != "3" {
 		t.Errorf("next worker index %q, want 3 once worker 2 is listed", got)
 	}
 }
@@ -133,7 +134,7 @@ func TestDiscoveryLeavesDeletionsToTheMainSync(t *testing.T) {
 	f := newFixture(t)
 	job := runningJob(f, 2)
 	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](1)
-	f.pods[1].Annotations = map[string]string{annotationDrainingSince: testNow.Add(-time.Hour).Format(time.RFC3339)}
+	f.pods[1].Annotations = map[string]string{elastic.AnnotationDrainingSince: testNow.Add(-time.Hour).Format(time.RFC3339)}
 
 	if err := f.discover(job, nil); err != nil {
 		t.Fatal(err)
@@ -171,7 +172,7 @@ func TestDiscoveryLeavesJobsToTheMainSync(t *testing.T) {
 		"below minReplicas for too long": func(f *fixture) *kubeflow.MPIJob {
 			job := elasticJob(f, 2, 2)
 			f.pods[1].Status.Phase = corev1.PodPending
-			f.cms[0].Annotations = configState{nextIndex: 2, belowMinSince: testNow.Add(-time.Hour)}.annotations()
+			f.cms[0].Annotations = elastic.State{NextIndex: 2, BelowMinSince: testNow.Add(-time.Hour)}.Annotations()
 			return job
 		},
 	}
@@ -206,7 +207,7 @@ func TestDiscoverable(t *testing.T) {
 		{"failed worker", worker(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false},
 		{"deleted worker", worker(func(p *corev1.Pod) { p.DeletionTimestamp = &deleted }), false},
 		{"draining worker", worker(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{annotationDrainingSince: testNow.Format(time.RFC3339)}
+			p.Annotations = map[string]string{elastic.AnnotationDrainingSince: testNow.Format(time.RFC3339)}
 		}), false},
 		{"running launcher", existingLauncher(job, corev1.PodRunning), false},
 	}
@@ -226,7 +227,7 @@ func TestPodEventsReachTheFastPathWhenDiscoverabilityChanges(t *testing.T) {
 	relabelled := running.DeepCopy()
 	relabelled.Labels["extra"], relabelled.ResourceVersion = "x", "3"
 	draining := running.DeepCopy()
-	draining.Annotations, draining.ResourceVersion = map[string]string{annotationDrainingSince: "now"}, "3"
+	draining.Annotations, draining.ResourceVersion = map[string]string{elastic.AnnotationDrainingSince: "now"}, "3"
 
 	cases := []struct {
 		name  string
@@ -263,10 +264,10 @@ func TestNoOpPodPatchLeavesNothingToWaitFor(t *testing.T) {
 	if f.pods[2].Annotations == nil {
 		f.pods[2].Annotations = map[string]string{}
 	}
-	f.pods[2].Annotations[annotationHostsHash] = "same"
+	f.pods[2].Annotations[elastic.AnnotationHostsHash] = "same"
 	_, ctx := ktesting.NewTestContext(t)
 	c := f.newController(ctx)
-	if _, err := c.annotatePod(ctx, job, f.pods[2], annotationHostsHash, "same"); err != nil {
+	if _, err := c.annotatePod(ctx, job, f.pods[2], elastic.AnnotationHostsHash, "same"); err != nil {
 		t.Fatal(err)
 	}
 	if !c.expectations.satisfied(jobKey(job)) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
@@ -28,84 +29,64 @@ const (
 // are fewer than minReplicas, and fails the job once that has lasted longer
 // than minReplicasTimeoutSeconds. It returns the state to record on the
 // ConfigMap and how long until the job would fail.
-func (c *MPIJobController) trackMinReplicas(job *kubeflow.MPIJob, ws []worker, recorded configState, nextIndex int, now metav1.Time) (configState, time.Duration) {
-	state, running, left := minReplicasClock(job, ws, recorded, nextIndex, now.Time)
-	if state.belowMinSince.IsZero() || left > 0 {
-		return state, left
+func (c *MPIJobController) trackMinReplicas(job *kubeflow.MPIJob, ws []elastic.Worker, recorded elastic.State, nextIndex int, now metav1.Time) (elastic.State, time.Duration) {
+	clock := minReplicasClock(job, ws, recorded, now.Time)
+	state := elastic.State{NextIndex: nextIndex, BelowMinSince: clock.Since}
+	if !clock.Expired() {
+		return state, clock.Left
 	}
 	ep := job.Spec.ElasticPolicy
 	msg := fmt.Sprintf("MPIJob %s/%s has had %d running worker(s), fewer than minReplicas %d, for longer than minReplicasTimeoutSeconds (%ds).",
-		job.Namespace, job.Name, running, *ep.MinReplicas, *ep.MinReplicasTimeoutSeconds)
+		job.Namespace, job.Name, clock.Running, *ep.MinReplicas, *ep.MinReplicasTimeoutSeconds)
 	c.failJob(job, reasonWorkersBelowMinimum, msg, now)
 	return state, 0
 }
 
-// minReplicasClock returns the state to record on the ConfigMap, with the
-// time since when an elastic job has run fewer than minReplicas workers (zero
-// when it has enough), its running workers, and how long it may stay below
-// before it fails. The clock runs only after the job first ran; before that
-// the workers are still starting.
-func minReplicasClock(job *kubeflow.MPIJob, ws []worker, recorded configState, nextIndex int, now time.Time) (state configState, running int, left time.Duration) {
-	state = configState{nextIndex: nextIndex}
+// minReplicasClock is where a job stands against its minReplicas: the clock
+// runs only for an elastic job, and only after the job first ran.
+func minReplicasClock(job *kubeflow.MPIJob, ws []elastic.Worker, recorded elastic.State, now time.Time) elastic.MinReplicasClock {
 	ep := job.Spec.ElasticPolicy
-	if ep == nil || !hasCondition(&job.Status, common.JobRunning) {
-		return state, 0, 0
-	}
-	for _, w := range ws {
-		if w.live() && w.running() {
-			running++
-		}
-	}
-	if int32(running) >= *ep.MinReplicas {
-		return state, running, 0
-	}
-	state.belowMinSince = recorded.belowMinSince
-	if state.belowMinSince.IsZero() {
-		state.belowMinSince = now
+	if ep == nil {
+		return elastic.MinReplicasClock{}
 	}
 	timeout := time.Duration(*ep.MinReplicasTimeoutSeconds) * time.Second
-	return state, running, max(state.belowMinSince.Add(timeout).Sub(now), 0)
+	started := hasCondition(&job.Status, common.JobRunning)
+	return elastic.TrackMinReplicas(int(*ep.MinReplicas), timeout, started, ws, recorded.BelowMinSince, now)
 }
 
 // markReplaced records, on each failed worker of an elastic job not handled
 // yet, which new worker replaces it ("none" when the job needs no
 // replacement), so that each failure is reported once.
-func (c *MPIJobController) markReplaced(ctx context.Context, job *kubeflow.MPIJob, ws []worker, created []int) error {
+func (c *MPIJobController) markReplaced(ctx context.Context, job *kubeflow.MPIJob, ws []elastic.Worker, created []int) error {
 	if job.Spec.ElasticPolicy == nil {
 		return nil
 	}
-	for _, w := range ws {
-		if w.pod.Status.Phase != corev1.PodFailed || w.terminating() {
-			continue
-		}
-		if _, done := w.pod.Annotations[annotationReplacedBy]; done {
-			continue
-		}
-		by := "none"
-		if len(created) > 0 {
-			by, created = workerName(job, created[0]), created[1:]
-		}
-		patched, err := c.annotatePod(ctx, job, w.pod, annotationReplacedBy, by)
+	for _, r := range elastic.Replacements(ws, created, workerNamer(job)) {
+		patched, err := c.annotatePod(ctx, job, r.Failed, elastic.AnnotationReplacedBy, r.By)
 		if err != nil {
-			return fmt.Errorf("marking failed worker %s: %w", w.pod.Name, err)
+			return fmt.Errorf("marking failed worker %s: %w", r.Failed.Name, err)
 		}
-		if patched == nil {
-			continue
+		if patched != nil {
+			c.reportReplaced(job, r)
 		}
-		why := w.pod.Status.Reason
-		if why == "" {
-			why = "Failed"
-		}
-		if by == "none" {
-			c.recorder.Eventf(job, corev1.EventTypeWarning, eventWorkerReplaced,
-				"Worker %s failed (%s) and left discover_hosts.sh; the job has its workers without a replacement", w.pod.Name, why)
-			continue
-		}
-		c.recorder.Eventf(job, corev1.EventTypeWarning, eventWorkerReplaced,
-			"Worker %s failed (%s) and left discover_hosts.sh; %s replaces it", w.pod.Name, why, by)
-		metrics.WorkersReplaced.Inc()
 	}
 	return nil
+}
+
+// reportReplaced tells of a failed worker and its replacement.
+func (c *MPIJobController) reportReplaced(job *kubeflow.MPIJob, r elastic.Replacement) {
+	why := r.Failed.Status.Reason
+	if why == "" {
+		why = "Failed"
+	}
+	if r.By == elastic.ReplacedByNone {
+		c.recorder.Eventf(job, corev1.EventTypeWarning, eventWorkerReplaced,
+			"Worker %s failed (%s) and left discover_hosts.sh; the job has its workers without a replacement", r.Failed.Name, why)
+		return
+	}
+	c.recorder.Eventf(job, corev1.EventTypeWarning, eventWorkerReplaced,
+		"Worker %s failed (%s) and left discover_hosts.sh; %s replaces it", r.Failed.Name, why, r.By)
+	metrics.WorkersReplaced.Inc()
 }
 
 // updateResizing keeps the Resizing condition of a running elastic job:
@@ -113,24 +94,8 @@ func (c *MPIJobController) markReplaced(ctx context.Context, job *kubeflow.MPIJo
 // absent otherwise. A job without an elastic policy shows the upstream
 // operator's conditions only: a failed worker of such a job is not
 // replaced, so it would never settle.
-func updateResizing(job *kubeflow.MPIJob, ws []worker, plan workerPlan, now metav1.Time) {
-	if job.Spec.ElasticPolicy == nil || !hasCondition(&job.Status, common.JobRunning) {
-		removeCondition(&job.Status, conditionResizing)
-		return
-	}
-	settled := len(plan.create) == 0 && len(plan.drain) == 0 && len(plan.remove) == 0
-	live := 0
-	for _, w := range ws {
-		switch {
-		case w.draining(), w.terminating():
-			settled = false
-		case w.live():
-			live++
-			settled = settled && w.running()
-		}
-	}
-	settled = settled && live == desiredWorkers(job)
-	if settled {
+func updateResizing(job *kubeflow.MPIJob, ws []elastic.Worker, plan elastic.Plan, now metav1.Time) {
+	if job.Spec.ElasticPolicy == nil || !hasCondition(&job.Status, common.JobRunning) || elastic.Settled(workerSpec(job), ws, plan) {
 		removeCondition(&job.Status, conditionResizing)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 // elasticJob sets up a running elastic job with the given workers Running.
@@ -18,7 +19,7 @@ func elasticJob(f *fixture, workers, minReplicas int32) *kubeflow.MPIJob {
 	job := runningJob(f, workers)
 	job.Spec.ElasticPolicy = &kubeflow.ElasticPolicy{MinReplicas: ptr(minReplicas), MaxReplicas: ptr[int32](8)}
 	// The ConfigMap as the controller leaves it for an elastic job.
-	f.cms[0].Annotations = configState{nextIndex: int(workers)}.annotations()
+	f.cms[0].Annotations = elastic.State{NextIndex: int(workers)}.Annotations()
 	return job
 }
 
@@ -40,7 +41,7 @@ func TestElasticReplacesFailedWorkerUnderNewName(t *testing.T) {
 	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\n" {
 		t.Errorf("discover_hosts.sh %q still lists the failed worker", got)
 	}
-	if got := cm.Annotations[annotationNextWorkerIndex]; got != "2" {
+	if got := cm.Annotations[elastic.AnnotationNextWorkerIndex]; got != "2" {
 		t.Errorf("next worker index %q, want 2 until worker 2 exists", got)
 	}
 	role := updatedObject[*rbacv1.Role](f, "roles", "pi-launcher")
@@ -67,13 +68,13 @@ func TestElasticFailureReportedOnce(t *testing.T) {
 	f := newFixture(t)
 	job := elasticJob(f, 2, 1)
 	f.pods[1].Status.Phase = corev1.PodFailed
-	f.pods[1].Annotations = map[string]string{annotationReplacedBy: "pi-worker-2"}
+	f.pods[1].Annotations = map[string]string{elastic.AnnotationReplacedBy: "pi-worker-2"}
 	f.pods = append(f.pods, existingWorkers(job, corev1.PodRunning, 2)...)
 	d := defaulted(job)
 	hosts := []string{"pi-worker-0", "pi-worker-2"}
-	f.cms[0] = newConfigMap(d, hostLists{desired: hosts, running: hosts}, configState{nextIndex: 3})
+	f.cms[0] = newConfigMap(d, elastic.Hosts{Desired: hosts, Running: hosts}, elastic.State{NextIndex: 3})
 	f.roles[0] = newLauncherRole(d, hosts)
-	f.pods[2].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
+	f.pods[2].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
 	job.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker].Failed = 1
 
 	f.sync(job)
@@ -84,7 +85,7 @@ func TestElasticFailureReportedOnce(t *testing.T) {
 func TestElasticGrowthUsesRecordedIndex(t *testing.T) {
 	f := newFixture(t)
 	job := elasticJob(f, 2, 1)
-	f.cms[0].Annotations = configState{nextIndex: 5}.annotations()
+	f.cms[0].Annotations = elastic.State{NextIndex: 5}.Annotations()
 	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](3)
 	f.sync(job)
 	f.expectKubeWrites(update("configmaps", "pi-config"), update("roles", "pi-launcher"), create("pods", "pi-worker-5"))
@@ -100,7 +101,7 @@ func TestElasticBelowMinReplicasStartsClock(t *testing.T) {
 		t.Errorf("requeue = %v, want the 120s timeout", d)
 	}
 	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
-	if got := cm.Annotations[annotationBelowMinSince]; got != testNow.Format(time.RFC3339) {
+	if got := cm.Annotations[elastic.AnnotationBelowMinSince]; got != testNow.Format(time.RFC3339) {
 		t.Errorf("below-min annotation %q, want %s", got, testNow.Format(time.RFC3339))
 	}
 	st := f.writtenStatus()
@@ -114,9 +115,9 @@ func TestElasticBelowMinReplicasTooLongFails(t *testing.T) {
 	job := elasticJob(f, 2, 2)
 	job.Spec.ElasticPolicy.MinReplicasTimeoutSeconds = ptr[int32](60)
 	since := testNow.Add(-61 * time.Second)
-	f.cms[0].Annotations = configState{nextIndex: 3, belowMinSince: since}.annotations()
+	f.cms[0].Annotations = elastic.State{NextIndex: 3, BelowMinSince: since}.Annotations()
 	f.pods[1].Status.Phase = corev1.PodFailed
-	f.pods[1].Annotations = map[string]string{annotationReplacedBy: "pi-worker-2"}
+	f.pods[1].Annotations = map[string]string{elastic.AnnotationReplacedBy: "pi-worker-2"}
 	pending := existingWorkers(job, corev1.PodPending, 2)
 	f.pods = append(f.pods, pending...)
 
@@ -138,11 +139,11 @@ func TestElasticBelowMinReplicasTooLongFails(t *testing.T) {
 func TestElasticRecoveryStopsClock(t *testing.T) {
 	f := newFixture(t)
 	job := elasticJob(f, 2, 2)
-	f.cms[0].Annotations = configState{nextIndex: 2, belowMinSince: testNow.Add(-10 * time.Second)}.annotations()
+	f.cms[0].Annotations = elastic.State{NextIndex: 2, BelowMinSince: testNow.Add(-10 * time.Second)}.Annotations()
 	f.sync(job)
 	f.expectKubeWrites(update("configmaps", "pi-config"))
 	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
-	if _, ok := cm.Annotations[annotationBelowMinSince]; ok {
+	if _, ok := cm.Annotations[elastic.AnnotationBelowMinSince]; ok {
 		t.Errorf("below-min annotation kept after recovery: %v", cm.Annotations)
 	}
 }

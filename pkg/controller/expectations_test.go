@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 func TestPodExpectations(t *testing.T) {
@@ -66,19 +68,19 @@ func TestPodExpectations(t *testing.T) {
 func TestOldPodStateSettlesNothing(t *testing.T) {
 	e := newPodExpectations(clocktesting.NewFakeClock(testNow))
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-worker-1", UID: "uid-1"}}
-	e.expectChange("ns/a", pod.UID, showsAnnotation(annotationDrainingSince, "t1"))
+	e.expectChange("ns/a", pod.UID, showsAnnotation(elastic.AnnotationDrainingSince, "t1"))
 	e.observePod("ns/a", pod)
 	if e.satisfied("ns/a") {
 		t.Fatal("a state without the annotation settled the expected patch")
 	}
 	other := pod.DeepCopy()
-	other.Annotations = map[string]string{annotationDrainingSince: "t0"}
+	other.Annotations = map[string]string{elastic.AnnotationDrainingSince: "t0"}
 	e.observePod("ns/a", other)
 	if e.satisfied("ns/a") {
 		t.Fatal("a state with another value settled the expected patch")
 	}
 	patched := pod.DeepCopy()
-	patched.Annotations = map[string]string{annotationDrainingSince: "t1"}
+	patched.Annotations = map[string]string{elastic.AnnotationDrainingSince: "t1"}
 	e.observePod("ns/a", patched)
 	if !e.satisfied("ns/a") {
 		t.Fatal("the patched state did not settle the expectation")

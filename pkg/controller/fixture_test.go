@@ -29,6 +29,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	mpifake "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/fake"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 // testNow is the fixed time of every sync test.
@@ -370,9 +371,9 @@ func existingLauncher(job *kubeflow.MPIJob, phase corev1.PodPhase) *corev1.Pod {
 
 // withChildren adds the job's ConfigMap (for hosts), ServiceAccount, Role
 // (for exec) and RoleBinding as the controller made them.
-func (f *fixture) withChildren(job *kubeflow.MPIJob, hosts hostLists, exec []string) {
+func (f *fixture) withChildren(job *kubeflow.MPIJob, hosts elastic.Hosts, exec []string) {
 	d := defaulted(job)
-	f.cms = append(f.cms, newConfigMap(d, hosts, configState{}))
+	f.cms = append(f.cms, newConfigMap(d, hosts, elastic.State{}))
 	f.sas = append(f.sas, newLauncherServiceAccount(d))
 	f.roles = append(f.roles, newLauncherRole(d, exec))
 	f.bindings = append(f.bindings, newLauncherRoleBinding(d))

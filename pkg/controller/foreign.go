@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 // The launcher may exec only into pods its job controls. The Role names a
@@ -19,43 +20,34 @@ import (
 // namespace between them: the job's own through the typed cache, and every
 // pod without the job-name label through a cache of their metadata.
 
-// holder describes a pod in the way of a worker's name.
-type holder int
-
-const (
-	nameFree    holder = iota // no pod holds the name, or the job's own does
-	nameHeld                  // a pod the job does not control holds it
-	nameLeaving               // such a pod holds it, and is being deleted
-)
-
 // nameHolder tells whether a pod that job does not control holds name.
-func (c *MPIJobController) nameHolder(job *kubeflow.MPIJob, name string) holder {
+func (c *MPIJobController) nameHolder(job *kubeflow.MPIJob, name string) elastic.Holder {
 	var meta metav1.Object
 	if pod, err := c.podLister.Pods(job.Namespace).Get(name); err == nil {
 		meta = pod
 	} else if obj, err := c.otherPods.ByNamespace(job.Namespace).Get(name); err == nil {
 		m, ok := obj.(metav1.Object)
 		if !ok {
-			return nameFree
+			return elastic.NameFree
 		}
 		meta = m
 	} else {
-		return nameFree
+		return elastic.NameFree
 	}
 	switch {
 	case metav1.IsControlledBy(meta, job):
-		return nameFree
+		return elastic.NameFree
 	case meta.GetDeletionTimestamp() != nil:
-		return nameLeaving
+		return elastic.NameLeaving
 	default:
-		return nameHeld
+		return elastic.NameHeld
 	}
 }
 
 // workerNameHolder is nameHolder for the worker of index i, in the form the
 // planner takes.
-func (c *MPIJobController) workerNameHolder(job *kubeflow.MPIJob) func(int) holder {
-	return func(i int) holder { return c.nameHolder(job, workerName(job, i)) }
+func (c *MPIJobController) workerNameHolder(job *kubeflow.MPIJob) func(int) elastic.Holder {
+	return func(i int) elastic.Holder { return c.nameHolder(job, workerName(job, i)) }
 }
 
 // handleOtherPod enqueues the job whose worker or launcher name a pod
@@ -87,7 +79,7 @@ func jobNameOfPod(pod string) (string, bool) {
 	if i <= 0 {
 		return "", false
 	}
-	if _, ok := parseIndex(pod[i+len(workerInfix):]); !ok {
+	if _, ok := elastic.ParseIndex(pod[i+len(workerInfix):]); !ok {
 		return "", false
 	}
 	return pod[:i], true

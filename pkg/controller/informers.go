@@ -16,6 +16,7 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
 	mpiinformers "github.com/kubeflow/mpi-operator/pkg/client/informers/externalversions"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 // Config holds the operator-wide settings of the controller.
@@ -117,8 +118,8 @@ func trimManagedFields(obj any) (any, error) {
 var (
 	keptPodLabels = []string{labelGroupName, labelMPIJobName, labelMPIRole,
 		labelReplicaIndex, common.ReplicaIndexLabel}
-	keptPodAnnotations = []string{annotationDrainingSince, annotationReplacedBy,
-		annotationHostsHash, annotationDeletionCost}
+	keptPodAnnotations = []string{elastic.AnnotationDrainingSince, elastic.AnnotationReplacedBy,
+		elastic.AnnotationHostsHash, elastic.AnnotationDeletionCost}
 )
 
 // trimPod keeps the parts of a pod that the controller reads: its name,

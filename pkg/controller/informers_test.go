@@ -6,6 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 func TestTrimPod(t *testing.T) {
@@ -23,7 +25,7 @@ func TestTrimPod(t *testing.T) {
 					labelReplicaIndex: "0", "training.kubeflow.org/replica-index": "0", "team": "ml",
 				},
 				Annotations: map[string]string{
-					annotationDrainingSince: "t", annotationDeletionCost: "5", "note": "long text",
+					elastic.AnnotationDrainingSince: "t", elastic.AnnotationDeletionCost: "5", "note": "long text",
 				},
 				OwnerReferences: []metav1.OwnerReference{other, ctrl},
 				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
@@ -47,7 +49,7 @@ func TestTrimPod(t *testing.T) {
 				labelGroupName: "kubeflow.org", labelMPIJobName: "pi", labelMPIRole: role,
 				labelReplicaIndex: "0", "training.kubeflow.org/replica-index": "0",
 			},
-			Annotations:     map[string]string{annotationDrainingSince: "t", annotationDeletionCost: "5"},
+			Annotations:     map[string]string{elastic.AnnotationDrainingSince: "t", elastic.AnnotationDeletionCost: "5"},
 			OwnerReferences: []metav1.OwnerReference{ctrl},
 		}
 	}
@@ -83,7 +85,7 @@ func TestTrimPod(t *testing.T) {
 
 func TestTrimConfigMap(t *testing.T) {
 	job := defaulted(newTestJob("pi", 1))
-	ours := newConfigMap(job, hostLists{desired: []string{"pi-worker-0"}}, configState{})
+	ours := newConfigMap(job, elastic.Hosts{Desired: []string{"pi-worker-0"}}, elastic.State{})
 	ours.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}}
 	want := ours.DeepCopy()
 	want.ManagedFields = nil

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
@@ -140,7 +141,7 @@ func (c *MPIJobController) checkEvictedWorkers(job *kubeflow.MPIJob, workers []*
 // running one that discover_hosts.sh changed by annotating it, which makes
 // the kubelet refresh its ConfigMap volume at once.
 func (c *MPIJobController) syncLauncher(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, cm *corev1.ConfigMap) (*corev1.Pod, error) {
-	hash := hostsHash(cm.Data[discoverHostsKey])
+	hash := elastic.HostsHash(cm.Data[discoverHostsKey])
 	metrics.JobInfo.WithLabelValues(launcherName(job), job.Namespace).Set(1)
 	if launcher == nil {
 		opts := launcherOptions{
@@ -163,10 +164,10 @@ func (c *MPIJobController) syncLauncher(ctx context.Context, job *kubeflow.MPIJo
 // discover_hosts.sh it should see, when that changed.
 func (c *MPIJobController) refreshLauncher(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, hash string) (*corev1.Pod, error) {
 	if !c.cfg.RefreshLauncher || launcher.DeletionTimestamp != nil || podFinished(launcher) ||
-		launcher.Annotations[annotationHostsHash] == hash {
+		launcher.Annotations[elastic.AnnotationHostsHash] == hash {
 		return launcher, nil
 	}
-	patched, err := c.annotatePod(ctx, job, launcher, annotationHostsHash, hash)
+	patched, err := c.annotatePod(ctx, job, launcher, elastic.AnnotationHostsHash, hash)
 	if err != nil {
 		return launcher, fmt.Errorf("annotating launcher: %w", err)
 	}
@@ -184,17 +185,11 @@ func minReadyWorkers(job *kubeflow.MPIJob) int32 {
 
 // updateRunning marks the job Running once its launcher runs with enough
 // workers: all of them, or an elastic job's minimum.
-func (c *MPIJobController) updateRunning(job *kubeflow.MPIJob, launcher *corev1.Pod, ws []worker, now metav1.Time) {
+func (c *MPIJobController) updateRunning(job *kubeflow.MPIJob, launcher *corev1.Pod, ws []elastic.Worker, now metav1.Time) {
 	if launcher == nil || launcher.Status.Phase != corev1.PodRunning || launcher.DeletionTimestamp != nil {
 		return
 	}
-	running := 0
-	for _, w := range ws {
-		if w.live() && w.running() {
-			running++
-		}
-	}
-	if int32(running) < minReadyWorkers(job) {
+	if int32(elastic.CountRunning(ws)) < minReadyWorkers(job) {
 		return
 	}
 	msg := fmt.Sprintf("MPIJob %s/%s is running.", job.Namespace, job.Name)

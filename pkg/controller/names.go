@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 // Names, labels and paths that running jobs and the upstream operator share
@@ -40,34 +41,19 @@ const (
 	kubectlDeliveryName = "kubectl-delivery"
 )
 
-// Annotations this operator writes.
-const (
-	// annotationDrainingSince marks a worker chosen for removal: it has left
-	// discover_hosts.sh and is deleted once the drain period has passed.
-	annotationDrainingSince = "mpi-operator.kubeflow.org/draining-since"
-	// annotationNextWorkerIndex on the ConfigMap of an elastic job is the
-	// lowest worker index the job has never used.
-	annotationNextWorkerIndex = "mpi-operator.kubeflow.org/next-worker-index"
-	// annotationBelowMinSince on the ConfigMap of an elastic job is when
-	// its running workers fell below minReplicas.
-	annotationBelowMinSince = "mpi-operator.kubeflow.org/below-min-replicas-since"
-	// annotationReplacedBy on a failed worker of an elastic job names the
-	// worker that replaced it, once the replacement exists.
-	annotationReplacedBy = "mpi-operator.kubeflow.org/replaced-by"
-	// annotationHostsHash on the launcher changes with discover_hosts.sh, so
-	// that the kubelet refreshes the launcher's ConfigMap volume at once.
-	annotationHostsHash = "mpi-operator.kubeflow.org/hosts-hash"
-	// annotationDeletionCost ranks workers for scale-in as it ranks the pods
-	// of a ReplicaSet: lower cost goes first.
-	annotationDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
-	// annotationVolcanoGroup ties a pod to its volcano PodGroup.
-	annotationVolcanoGroup = "scheduling.k8s.io/group-name"
-)
+// annotationVolcanoGroup ties a pod to its volcano PodGroup. The elastic
+// machinery's annotations are package elastic's.
+const annotationVolcanoGroup = "scheduling.k8s.io/group-name"
 
 func configMapName(job *kubeflow.MPIJob) string { return job.Name + configSuffix }
 func launcherName(job *kubeflow.MPIJob) string  { return job.Name + launcherSuffix }
 func workerName(job *kubeflow.MPIJob, index int) string {
 	return job.Name + workerInfix + strconv.Itoa(index)
+}
+
+// workerNamer is workerName for one job, in the form package elastic takes.
+func workerNamer(job *kubeflow.MPIJob) func(int) string {
+	return func(i int) string { return workerName(job, i) }
 }
 
 // podLabels are the labels every pod of the job carries besides its
@@ -90,7 +76,7 @@ func workerSelector(job *kubeflow.MPIJob) labels.Selector {
 func workerIndex(job *kubeflow.MPIJob, pod *corev1.Pod) (index int, ok bool) {
 	for _, key := range []string{labelReplicaIndex, common.ReplicaIndexLabel} {
 		if v, found := pod.Labels[key]; found {
-			if i, ok := parseIndex(v); ok {
+			if i, ok := elastic.ParseIndex(v); ok {
 				return i, true
 			}
 		}
@@ -99,17 +85,7 @@ func workerIndex(job *kubeflow.MPIJob, pod *corev1.Pod) (index int, ok bool) {
 	if !found {
 		return 0, false
 	}
-	return parseIndex(suffix)
-}
-
-// parseIndex accepts a worker index only in the form the controller writes
-// it: a decimal number without sign or leading zeros.
-func parseIndex(s string) (int, bool) {
-	i, err := strconv.Atoi(s)
-	if err != nil || i < 0 || strconv.Itoa(i) != s {
-		return 0, false
-	}
-	return i, true
+	return elastic.ParseIndex(suffix)
 }
 
 // parseGroupVersion returns the group of an ownerReference's apiVersion.

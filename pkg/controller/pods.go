@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
@@ -74,7 +75,7 @@ func (c *MPIJobController) markDraining(ctx context.Context, job *kubeflow.MPIJo
 	}
 	since := now.UTC().Format(time.RFC3339Nano)
 	done, err := inBatches(len(pods), maxBatch, func(i int) error {
-		if _, err := c.annotatePod(ctx, job, pods[i], annotationDrainingSince, since); err != nil {
+		if _, err := c.annotatePod(ctx, job, pods[i], elastic.AnnotationDrainingSince, since); err != nil {
 			return fmt.Errorf("marking worker %s draining: %w", pods[i].Name, err)
 		}
 		return nil
@@ -171,7 +172,7 @@ func jobKey(job *kubeflow.MPIJob) string { return job.Namespace + "/" + job.Name
 
 // observeDiscovery records, for workers just listed, how long after turning
 // Running they reached discover_hosts.sh.
-func (c *MPIJobController) observeDiscovery(ws []worker, listed []string) {
+func (c *MPIJobController) observeDiscovery(ws []elastic.Worker, listed []string) {
 	if len(listed) == 0 {
 		return
 	}
@@ -181,10 +182,10 @@ func (c *MPIJobController) observeDiscovery(ws []worker, listed []string) {
 	}
 	now := c.clock.Now()
 	for _, w := range ws {
-		if !in[w.pod.Name] {
+		if !in[w.Pod.Name] {
 			continue
 		}
-		if since, ok := c.takeRunningSince(w.pod.UID); ok {
+		if since, ok := c.takeRunningSince(w.Pod.UID); ok {
 			metrics.DiscoveryLatency.Observe(now.Sub(since).Seconds())
 		}
 	}

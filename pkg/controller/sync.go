@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
@@ -56,7 +57,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	if base, ok := c.statusBase.Load(key); ok && base == shared.ResourceVersion {
 		// The cache does not show the last status write yet; the job's
 		// update event brings it back.
-		return minPositive(requeue, expectationsTimeout), err
+		return elastic.Sooner(requeue, expectationsTimeout), err
 	}
 	c.statusBase.Delete(key)
 	if statusErr := c.writeStatus(ctx, &shared.Status, job); statusErr != nil && err == nil {
@@ -122,16 +123,16 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 
 	ws := toWorkers(job, workers)
 	recorded := c.recordedState(job)
-	plan := planWorkers(job, ws, recorded.nextIndex, c.workerNameHolder(job), now.Time)
-	state, belowMin := c.trackMinReplicas(job, ws, recorded, plan.nextIndex, now)
+	plan := elastic.PlanWorkers(workerSpec(job), ws, recorded.NextIndex, c.workerNameHolder(job), now.Time)
+	state, belowMin := c.trackMinReplicas(job, ws, recorded, plan.NextIndex, now)
 	if isFinished(&job.Status) {
 		return 0, nil
 	}
-	if len(plan.create) > maxCreatesPerSync {
+	if len(plan.Create) > maxCreatesPerSync {
 		// The Role and the files already name every planned worker; the
 		// rest are created on the syncs that their siblings' events bring,
 		// after other jobs have had their turn.
-		plan.create = plan.create[:maxCreatesPerSync]
+		plan.Create = plan.Create[:maxCreatesPerSync]
 	}
 	settled := c.expectations.satisfied(jobKey(job))
 	// A draining mark or a deletion of this controller's that the cache does
@@ -143,11 +144,11 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 		// the plan may repeat them; the pod event that settles them brings
 		// the job back. The Role stays as the last sync, which planned the
 		// same workers, wrote it.
-		plan.create, plan.drain, plan.remove = nil, nil, nil
+		plan.Create, plan.Drain, plan.Remove = nil, nil, nil
 		// Should that event be lost, look again once the wait has expired.
-		plan.requeue = minPositive(plan.requeue, expectationsTimeout)
+		plan.Requeue = elastic.Sooner(plan.Requeue, expectationsTimeout)
 	}
-	if err := c.markDraining(ctx, job, plan.drain, now); err != nil {
+	if err := c.markDraining(ctx, job, plan.Drain, now); err != nil {
 		return 0, err
 	}
 	// The files, the launcher's RBAC objects and the PodGroup do not
@@ -156,32 +157,32 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	err := concurrently(
 		func() (err error) {
 			if !changing {
-				cm, err = c.syncConfigMap(ctx, job, plan.hosts, state)
+				cm, err = c.syncConfigMap(ctx, job, plan.Hosts, state)
 			}
 			return err
 		},
-		func() error { return c.syncLauncherRBAC(ctx, job, plan.exec) },
+		func() error { return c.syncLauncherRBAC(ctx, job, plan.Exec) },
 		func() error { return c.syncPodGroup(ctx, job) },
 	)
 	if err != nil {
 		return 0, err
 	}
 	if !changing {
-		c.observeDiscovery(ws, plan.hosts.running)
+		c.observeDiscovery(ws, plan.Hosts.Running)
 	}
-	if err := c.createWorkers(ctx, job, plan.create); err != nil {
+	if err := c.createWorkers(ctx, job, plan.Create); err != nil {
 		return 0, err
 	}
-	if err := c.deleteWorkers(ctx, job, plan.remove); err != nil {
+	if err := c.deleteWorkers(ctx, job, plan.Remove); err != nil {
 		return 0, err
 	}
 	if settled {
-		if err := c.markReplaced(ctx, job, ws, plan.create); err != nil {
+		if err := c.markReplaced(ctx, job, ws, plan.Create); err != nil {
 			return 0, err
 		}
 		// A launcher would start the ranks with a host that is not the
 		// job's: it waits until no worker name is held.
-		if launcher != nil || len(plan.inTheWay) == 0 {
+		if launcher != nil || len(plan.InTheWay) == 0 {
 			if launcher, err = c.syncLauncher(ctx, job, launcher, cm); err != nil {
 				return 0, err
 			}
@@ -190,7 +191,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	c.updateRunning(job, launcher, ws, now)
 	updateResizing(job, ws, plan, now)
 	deadline, _ := deadlineLeft(job, now)
-	return minPositive(minPositive(plan.requeue, belowMin), deadline), blockedWorkers(job, plan.blocked)
+	return elastic.Sooner(elastic.Sooner(plan.Requeue, belowMin), deadline), blockedWorkers(job, plan.Blocked)
 }
 
 // checkSpec validates the job. A job that has not started fails with an
@@ -263,15 +264,4 @@ func (c *MPIJobController) failJob(job *kubeflow.MPIJob, reason, msg string, now
 		job.Status.CompletionTime = &now
 	}
 	return true
-}
-
-func minPositive(a, b time.Duration) time.Duration {
-	switch {
-	case a <= 0:
-		return b
-	case b <= 0:
-		return a
-	default:
-		return min(a, b)
-	}
 }

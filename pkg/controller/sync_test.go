@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
@@ -49,15 +50,15 @@ func TestFirstSyncCreatesChildrenInOrder(t *testing.T) {
 	}
 
 	d := defaulted(job)
-	hosts := hostLists{desired: []string{"pi-worker-0", "pi-worker-1"}}
-	if diff := cmp.Diff(newConfigMap(d, hosts, configState{}), createdObject[*corev1.ConfigMap](f, "configmaps", "pi-config")); diff != "" {
+	hosts := elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1"}}
+	if diff := cmp.Diff(newConfigMap(d, hosts, elastic.State{}), createdObject[*corev1.ConfigMap](f, "configmaps", "pi-config")); diff != "" {
 		t.Errorf("ConfigMap (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(newLauncherRole(d, hosts.desired), createdObject[*rbacv1.Role](f, "roles", "pi-launcher")); diff != "" {
+	if diff := cmp.Diff(newLauncherRole(d, hosts.Desired), createdObject[*rbacv1.Role](f, "roles", "pi-launcher")); diff != "" {
 		t.Errorf("Role (-want +got):\n%s", diff)
 	}
 	wantLauncher := newLauncher(d, launcherOptions{
-		deliveryImage: testDeliveryImage, minReadyWorkers: 2, hostsHash: hostsHash("#!/bin/sh\n"),
+		deliveryImage: testDeliveryImage, minReadyWorkers: 2, hostsHash: elastic.HostsHash("#!/bin/sh\n"),
 	})
 	if diff := cmp.Diff(wantLauncher, createdObject[*corev1.Pod](f, "pods", "pi-launcher")); diff != "" {
 		t.Errorf("launcher (-want +got):\n%s", diff)
@@ -261,10 +262,10 @@ func runningJob(f *fixture, workers int32) *kubeflow.MPIJob {
 		names = append(names, workerName(job, i))
 		indices = append(indices, i)
 	}
-	f.withChildren(job, hostLists{desired: names, running: names}, names)
+	f.withChildren(job, elastic.Hosts{Desired: names, Running: names}, names)
 	f.pods = append(f.pods, existingWorkers(job, corev1.PodRunning, indices...)...)
 	launcher := existingLauncher(job, corev1.PodRunning)
-	launcher.Annotations = map[string]string{annotationHostsHash: hostsHash(f.cms[0].Data[discoverHostsKey])}
+	launcher.Annotations = map[string]string{elastic.AnnotationHostsHash: elastic.HostsHash(f.cms[0].Data[discoverHostsKey])}
 	f.pods = append(f.pods, launcher)
 	now := metav1.NewTime(testNow.Add(-time.Hour))
 	job.Status = common.JobStatus{
@@ -320,8 +321,8 @@ func TestNotRunningUntilAllWorkersRun(t *testing.T) {
 	job := runningJob(f, 2)
 	job.Status.Conditions = job.Status.Conditions[:1]
 	f.pods[1].Status.Phase = corev1.PodPending
-	f.cms[0] = newConfigMap(defaulted(job), hostLists{desired: []string{"pi-worker-0", "pi-worker-1"}, running: []string{"pi-worker-0"}}, configState{})
-	f.pods[2].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
+	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1"}, Running: []string{"pi-worker-0"}}, elastic.State{})
+	f.pods[2].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
 	f.sync(job)
 	f.expectKubeWrites()
 	st := f.writtenStatus()
@@ -726,12 +727,12 @@ func TestDrainedWorkersAreDeletedAfterDrainPeriod(t *testing.T) {
 	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
 	since := testNow.Add(-31 * time.Second).Format(time.RFC3339)
 	for _, p := range f.pods[2:4] {
-		p.Annotations = map[string]string{annotationDrainingSince: since}
+		p.Annotations = map[string]string{elastic.AnnotationDrainingSince: since}
 	}
 	d := defaulted(job)
 	two := []string{"pi-worker-0", "pi-worker-1"}
-	f.cms[0] = newConfigMap(d, hostLists{desired: two, running: two}, configState{})
-	f.pods[4].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
+	f.cms[0] = newConfigMap(d, elastic.Hosts{Desired: two, Running: two}, elastic.State{})
+	f.pods[4].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
 
 	f.sync(job)
 	// The Role keeps the victims until their deletion is seen.
@@ -743,8 +744,8 @@ func TestWorkerTurningRunningIsDiscovered(t *testing.T) {
 	job := runningJob(f, 2)
 	d := defaulted(job)
 	two := []string{"pi-worker-0", "pi-worker-1"}
-	f.cms[0] = newConfigMap(d, hostLists{desired: two, running: two[:1]}, configState{})
-	f.pods[2].Annotations[annotationHostsHash] = hostsHash(f.cms[0].Data[discoverHostsKey])
+	f.cms[0] = newConfigMap(d, elastic.Hosts{Desired: two, Running: two[:1]}, elastic.State{})
+	f.pods[2].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
 
 	f.sync(job)
 	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
@@ -758,7 +759,7 @@ func TestRefreshLauncherOff(t *testing.T) {
 	f.cfg.RefreshLauncher = false
 	job := runningJob(f, 2)
 	two := []string{"pi-worker-0", "pi-worker-1"}
-	f.cms[0] = newConfigMap(defaulted(job), hostLists{desired: two, running: two[:1]}, configState{})
+	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: two, Running: two[:1]}, elastic.State{})
 	f.sync(job)
 	f.expectKubeWrites(update("configmaps", "pi-config"))
 }
