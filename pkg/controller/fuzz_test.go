@@ -54,17 +54,11 @@ func FuzzSync(f *testing.F) {
 			t.Fatalf("sync: %v", err)
 		}
 		st := fx.writtenStatus()
-		if errs := validateJob(defaultedCopy(job)); len(errs) > 0 {
+		if errs := validateJob(defaulted(job)); len(errs) > 0 {
 			c := findCondition(&st, common.JobFailed)
 			if c == nil || c.Reason != reasonInvalidSpec {
 				t.Fatalf("invalid job (%v) not failed: %+v", errs.ToAggregate(), st.Conditions)
 			}
 		}
 	})
-}
-
-func defaultedCopy(job *kubeflow.MPIJob) *kubeflow.MPIJob {
-	d := job.DeepCopy()
-	kubeflow.SetDefaults_MPIJob(d)
-	return d
 }
