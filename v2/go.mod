@@ -3,8 +3,13 @@ module github.com/kubeflow/mpi-operator/v2
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
+	golang.org/x/crypto v0.57.0
 	k8s.io/api v0.35.4
 	k8s.io/apimachinery v0.35.4
+	k8s.io/component-helpers v0.35.4
+	sigs.k8s.io/scheduler-plugins v0.33.5
+	volcano.sh/apis v1.13.0
 )
 
 require (
