@@ -1,0 +1,150 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
+)
+
+func TestSetCondition(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	cond := func(t v2beta1.JobConditionType, s corev1.ConditionStatus, reason string, update, transition metav1.Time) v2beta1.JobCondition {
+		return v2beta1.JobCondition{Type: t, Status: s, Reason: reason, Message: reason + " message",
+			LastUpdateTime: update, LastTransitionTime: transition}
+	}
+	const (
+		yes = corev1.ConditionTrue
+		no  = corev1.ConditionFalse
+	)
+	cases := []struct {
+		name    string
+		before  []v2beta1.JobCondition
+		t       v2beta1.JobConditionType
+		s       corev1.ConditionStatus
+		reason  string
+		after   []v2beta1.JobCondition
+		changed bool
+	}{
+		{
+			name: "first condition",
+			t:    v2beta1.JobCreated, s: yes, reason: reasonCreated,
+			after:   []v2beta1.JobCondition{cond(v2beta1.JobCreated, yes, reasonCreated, t1, t1)},
+			changed: true,
+		},
+		{
+			name:   "same condition again changes nothing",
+			before: []v2beta1.JobCondition{cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0)},
+			t:      v2beta1.JobCreated, s: yes, reason: reasonCreated,
+			after: []v2beta1.JobCondition{cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0)},
+		},
+		{
+			name: "a new reason keeps the transition time and the place",
+			before: []v2beta1.JobCondition{
+				cond(v2beta1.JobFailed, yes, reasonEvicted, t0, t0),
+				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
+			},
+			t: v2beta1.JobFailed, s: yes, reason: reasonFailed,
+			after: []v2beta1.JobCondition{
+				cond(v2beta1.JobFailed, yes, reasonFailed, t1, t0),
+				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
+			},
+			changed: true,
+		},
+		{
+			name: "running drops restarting",
+			before: []v2beta1.JobCondition{
+				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
+				cond(v2beta1.JobRestarting, yes, reasonRestarting, t0, t0),
+			},
+			t: v2beta1.JobRunning, s: yes, reason: reasonRunning,
+			after: []v2beta1.JobCondition{
+				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
+				cond(v2beta1.JobRunning, yes, reasonRunning, t1, t1),
+			},
+			changed: true,
+		},
+		{
+			name: "restarting drops running",
+			before: []v2beta1.JobCondition{
+				cond(v2beta1.JobRunning, yes, reasonRunning, t0, t0),
+			},
+			t: v2beta1.JobRestarting, s: yes, reason: reasonRestarting,
+			after: []v2beta1.JobCondition{
+				cond(v2beta1.JobRestarting, yes, reasonRestarting, t1, t1),
+			},
+			changed: true,
+		},
+		{
+			name: "running False keeps restarting",
+			before: []v2beta1.JobCondition{
+				cond(v2beta1.JobRestarting, yes, reasonRestarting, t0, t0),
+			},
+			t: v2beta1.JobRunning, s: no, reason: reasonSuspended,
+			after: []v2beta1.JobCondition{
+				cond(v2beta1.JobRestarting, yes, reasonRestarting, t0, t0),
+				cond(v2beta1.JobRunning, no, reasonSuspended, t1, t1),
+			},
+			changed: true,
+		},
+		{
+			name: "success turns running False",
+			before: []v2beta1.JobCondition{
+				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
+				cond(v2beta1.JobRunning, yes, reasonRunning, t0, t0),
+			},
+			t: v2beta1.JobSucceeded, s: yes, reason: reasonSucceeded,
+			after: []v2beta1.JobCondition{
+				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
+				{Type: v2beta1.JobRunning, Status: no, Reason: reasonRunning, Message: reasonRunning + " message", LastUpdateTime: t1, LastTransitionTime: t1},
+				cond(v2beta1.JobSucceeded, yes, reasonSucceeded, t1, t1),
+			},
+			changed: true,
+		},
+		{
+			name: "resume flips suspended to False",
+			before: []v2beta1.JobCondition{
+				cond(v2beta1.JobSuspended, yes, reasonSuspended, t0, t0),
+			},
+			t: v2beta1.JobSuspended, s: no, reason: reasonResumed,
+			after: []v2beta1.JobCondition{
+				cond(v2beta1.JobSuspended, no, reasonResumed, t1, t1),
+			},
+			changed: true,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status := &v2beta1.JobStatus{Conditions: tc.before}
+			changed := setCondition(status, tc.t, tc.s, tc.reason, tc.reason+" message", t1)
+			if changed != tc.changed {
+				t.Errorf("changed = %v, want %v", changed, tc.changed)
+			}
+			if diff := cmp.Diff(tc.after, status.Conditions); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestIsFinished(t *testing.T) {
+	for _, tc := range []struct {
+		conds []v2beta1.JobCondition
+		want  bool
+	}{
+		{nil, false},
+		{[]v2beta1.JobCondition{{Type: v2beta1.JobRunning, Status: corev1.ConditionTrue}}, false},
+		{[]v2beta1.JobCondition{{Type: v2beta1.JobSucceeded, Status: corev1.ConditionTrue}}, true},
+		{[]v2beta1.JobCondition{{Type: v2beta1.JobFailed, Status: corev1.ConditionTrue}}, true},
+		{[]v2beta1.JobCondition{{Type: v2beta1.JobFailed, Status: corev1.ConditionFalse}}, false},
+	} {
+		if got := isFinished(&v2beta1.JobStatus{Conditions: tc.conds}); got != tc.want {
+			t.Errorf("isFinished(%v) = %v, want %v", tc.conds, got, tc.want)
+		}
+	}
+}
