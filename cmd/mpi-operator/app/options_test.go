@@ -16,13 +16,15 @@ import (
 
 // defaults are the Options without flags or environment.
 var defaults = Options{
-	Threadiness:          2,
+	Options: operator.Options{
+		Threadiness:   2,
+		LockNamespace: "mpi-operator",
+		QPS:           200,
+		Burst:         400,
+		LeaderElect:   true,
+	},
 	KubectlDeliveryImage: "mpioperator/kubectl-delivery:latest",
-	LockNamespace:        "mpi-operator",
-	QPS:                  200,
-	Burst:                400,
 	RefreshLauncher:      true,
-	LeaderElect:          true,
 }
 
 // with returns the defaults after change.
@@ -124,18 +126,20 @@ func TestParseArgs(t *testing.T) {
 				"--leader-elect=false",
 			},
 			want: Options{
-				MasterURL:            "https://10.0.0.1:6443",
-				Namespace:            "ml",
-				Threadiness:          8,
+				Options: operator.Options{
+					MasterURL:         "https://10.0.0.1:6443",
+					Namespace:         "ml",
+					Threadiness:       8,
+					GangSchedulerName: "volcano",
+					MonitoringPort:    8080,
+					LockNamespace:     "kubeflow",
+					QPS:               5,
+					Burst:             10,
+					PrintVersion:      true,
+					LeaderElect:       false,
+				},
 				KubectlDeliveryImage: "registry.local/kubectl-delivery:v1",
-				GangSchedulerName:    "volcano",
-				MonitoringPort:       8080,
-				LockNamespace:        "kubeflow",
-				QPS:                  5,
-				Burst:                10,
-				PrintVersion:         true,
 				RefreshLauncher:      false,
-				LeaderElect:          false,
 			},
 		},
 		{

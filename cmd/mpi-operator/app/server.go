@@ -99,7 +99,7 @@ func namespaceForLog(ns string) string {
 // restConfig returns the client configuration of the options (see
 // operator.BuildRestConfig).
 func restConfig(o *Options) (*rest.Config, error) {
-	return operator.BuildRestConfig(o.KubeConfig, o.MasterURL, o.QPS, o.Burst, userAgent, EnvKubeConfig)
+	return o.RestConfig(userAgent)
 }
 
 // newClients creates the API clients. The built-in types are spoken in
