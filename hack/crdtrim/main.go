@@ -1,5 +1,5 @@
-// Command crdtrim reads the MPIJob CRD that controller-gen generates on
-// standard input and writes it back with two changes:
+// Command crdtrim reads an MPIJob CRD that controller-gen generates on
+// standard input and writes it back with these changes:
 //
 //   - spec.mpiReplicaSpecs, a map in Go, lists its two keys, Launcher and
 //     Worker, as properties of their own, so that kubectl explain reaches
@@ -10,40 +10,96 @@
 //     make up most of the file, which would otherwise not fit the
 //     last-applied annotation of a client-side kubectl apply; the
 //     descriptions of the MPIJob's own fields stay;
-//   - fields that come from kubeflow/common and core/v1, where no marker
-//     can reach, get the bounds the controller relies on (see bounds): the
-//     run policy's values, container names that are DNS labels, at most
-//     MaxWorkers workers;
-//   - the versions that upstream installs served (v1alpha2, v2beta1) are
-//     listed as deprecated, not the storage version, with a schema that
-//     keeps whatever their objects hold. The API server refuses a CRD
-//     update that drops a version still named in status.storedVersions, so
-//     without them the CRD would not apply over such an install. They stay
-//     served because the children of those objects name their owner
-//     through them: the garbage collector looks the owner up through that
-//     version, and a version that is not served reads as an owner that is
-//     gone, whose pods it deletes.
+//   - fields that come from kubeflow/common and core/v1, or sit below the
+//     replica map, where no marker can reach, get the bounds the
+//     controller relies on (see apis and commonBounds): the run policy's values, container
+//     names that are DNS labels, at most MaxWorkers workers;
+//   - the versions that other installs served are listed as deprecated,
+//     not the storage version, with a schema that keeps whatever their
+//     objects hold. The API server refuses a CRD update that drops a
+//     version still named in status.storedVersions, so without them the
+//     CRD would not apply over such an install. They stay served because
+//     the children of those objects name their owner through them: the
+//     garbage collector looks the owner up through the apiVersion of the
+//     ownerReference, and through a version that is not served it cannot:
+//     the collector of Kubernetes 1.35 retries the lookup without end, so
+//     that the children are never collected, even once their owner is
+//     deleted; a collector that took the failed lookup for an owner that is
+//     gone would delete them at once.
+//
+// The API version of the input chooses what it does (see apis): the v1
+// operator's CRD keeps v1alpha2 and v2beta1, which upstream's installs
+// stored jobs in; the v2 operator's (v2beta1) keeps v1 and v1alpha2, which
+// upstream's v0.3.0 kustomize install and the v1 operator's install of this
+// repository served. MaxWorkers, which the schema needs as a number, is
+// read from the API's limits.go (-limits), so that it is written in one
+// place only.
+//
+// Usage: crdtrim -limits pkg/apis/kubeflow/v1/limits.go < in.yaml > out.yaml
 package main
 
 import (
+	"flag"
 	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"io"
 	"os"
 	"strings"
 
 	"sigs.k8s.io/yaml"
-
-	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 )
 
 func main() {
-	if err := run(os.Stdin, os.Stdout); err != nil {
+	limits := flag.String("limits", "", "the API's limits.go, which declares the constant MaxWorkers")
+	flag.Parse()
+	err := func() error {
+		if *limits == "" || flag.NArg() > 0 {
+			return fmt.Errorf("usage: crdtrim -limits FILE < in.yaml > out.yaml")
+		}
+		src, err := os.ReadFile(*limits)
+		if err != nil {
+			return err
+		}
+		maxWorkers, err := readMaxWorkers(*limits, src)
+		if err != nil {
+			return err
+		}
+		return run(os.Stdin, os.Stdout, maxWorkers)
+	}()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "crdtrim:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in io.Reader, out io.Writer) error {
+// readMaxWorkers evaluates the constant MaxWorkers of a Go file that
+// imports nothing, as the limits.go of each API is written.
+func readMaxWorkers(name string, src []byte) (int64, error) {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, name, src, 0)
+	if err != nil {
+		return 0, err
+	}
+	pkg, err := new(types.Config).Check(file.Name.Name, fset, []*ast.File{file}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("%s must declare MaxWorkers from constants of its own, with no imports: %w", name, err)
+	}
+	c, ok := pkg.Scope().Lookup("MaxWorkers").(*types.Const)
+	if !ok {
+		return 0, fmt.Errorf("%s declares no constant MaxWorkers", name)
+	}
+	n, exact := constant.Int64Val(constant.ToInt(c.Val()))
+	if !exact || n < 1 {
+		return 0, fmt.Errorf("%s: MaxWorkers is %s, not a positive integer", name, c.Val())
+	}
+	return n, nil
+}
+
+func run(in io.Reader, out io.Writer, maxWorkers int64) error {
 	data, err := io.ReadAll(in)
 	if err != nil {
 		return err
@@ -53,27 +109,30 @@ func run(in io.Reader, out io.Writer) error {
 		return err
 	}
 	versions, _ := dig(crd, "spec", "versions").([]any)
-	if len(versions) == 0 {
-		return fmt.Errorf("no spec.versions in the input")
+	if len(versions) != 1 {
+		return fmt.Errorf("want one version in spec.versions, the input has %d", len(versions))
 	}
-	for _, v := range versions {
-		specs, ok := dig(v, "schema", "openAPIV3Schema", "properties", "spec", "properties",
-			"mpiReplicaSpecs").(map[string]any)
-		if !ok {
-			return fmt.Errorf("no spec.mpiReplicaSpecs in the schema")
-		}
-		if err := replicaProperties(specs); err != nil {
+	name, _ := dig(versions[0], "name").(string)
+	a, ok := apis[name]
+	if !ok {
+		return fmt.Errorf("no rules for the API version %q", name)
+	}
+	specs, ok := dig(versions[0], "schema", "openAPIV3Schema", "properties", "spec", "properties",
+		"mpiReplicaSpecs").(map[string]any)
+	if !ok {
+		return fmt.Errorf("no spec.mpiReplicaSpecs in the schema")
+	}
+	if err := replicaProperties(specs, a.replicaDescriptions(maxWorkers)); err != nil {
+		return err
+	}
+	spec := dig(versions[0], "schema", "openAPIV3Schema", "properties", "spec")
+	for _, b := range a.bounds(maxWorkers) {
+		if err := b.apply(spec); err != nil {
 			return err
 		}
-		spec := dig(v, "schema", "openAPIV3Schema", "properties", "spec")
-		for _, b := range bounds {
-			if err := b.apply(spec); err != nil {
-				return err
-			}
-		}
 	}
-	for _, name := range legacyVersions {
-		versions = append(versions, legacyVersion(name))
+	for _, legacy := range a.legacyVersions {
+		versions = append(versions, legacyVersion(legacy, a.legacyWarning(legacy)))
 	}
 	crd["spec"].(map[string]any)["versions"] = versions
 	trimmed, err := yaml.Marshal(crd)
@@ -84,24 +143,84 @@ func run(in io.Reader, out io.Writer) error {
 	return err
 }
 
-// legacyVersions are the versions of upstream installs whose objects, and
-// their children's owner references, may still be in a cluster; see
-// legacyVersion.
-var legacyVersions = []string{"v1alpha2", "v2beta1"}
+// api is what crdtrim does to the CRD of one API version.
+type api struct {
+	// launcher says what the launcher is, and reach how it reaches the
+	// workers, in the descriptions of the two replica types.
+	launcher, reach string
+	// bounds are added to the schema of spec, beyond the ones every API
+	// gets (see commonBounds).
+	bounds func(maxWorkers int64) []bound
+	// legacyVersions are the other versions that installs served, and
+	// legacyWarning is the deprecation warning of each.
+	legacyVersions []string
+	legacyWarning  func(legacy string) string
+}
 
-// legacyVersion serves a version of upstream's only so that objects of an
-// upstream install, and their children, survive this CRD: deprecated, not
-// the storage version, with a status subresource and a schema that keeps
-// whatever those objects hold. This operator runs v1 jobs only.
-func legacyVersion(name string) map[string]any {
+// replicaDescriptions describe the two replica types.
+func (a api) replicaDescriptions(maxWorkers int64) map[string]string {
+	return map[string]string{
+		"Launcher": a.launcher + "; replicas must be 1.",
+		"Worker": fmt.Sprintf("Worker are the pods the launcher starts MPI ranks on, %s; replicas may be 0 to %d.",
+			a.reach, maxWorkers),
+	}
+}
+
+// apis are the API versions crdtrim knows, by name.
+var apis = map[string]api{
+	"v1": {
+		launcher: "Launcher is the pod that runs mpirun or horovodrun",
+		reach:    "through kubectl exec",
+		// The run policy is kubeflow/common's, which has no markers: its
+		// limits are a Kubernetes Job's, a backoffLimit or
+		// ttlSecondsAfterFinished of 0 or more, an activeDeadlineSeconds of
+		// at least 1 (0 would fail the job as it starts).
+		bounds: func(maxWorkers int64) []bound {
+			return append([]bound{
+				{"runPolicy.cleanPodPolicy", map[string]any{"enum": []any{"None", "Running", "All"}}},
+				{"runPolicy.backoffLimit", map[string]any{"minimum": 0}},
+				{"runPolicy.activeDeadlineSeconds", map[string]any{"minimum": 1}},
+				{"runPolicy.ttlSecondsAfterFinished", map[string]any{"minimum": 0}},
+			}, commonBounds(maxWorkers)...)
+		},
+		legacyVersions: []string{"v1alpha2", "v2beta1"},
+		legacyWarning: func(legacy string) string {
+			return "kubeflow.org/" + legacy + " MPIJob is served only to keep the jobs of an upstream install; " +
+				"the mpi-operator of this installation runs kubeflow.org/v1 MPIJobs and leaves " + legacy + " ones alone"
+		},
+	},
+	// The v2beta1 types carry markers for their own fields; only what lies
+	// below the replica map is left to crdtrim.
+	"v2beta1": {
+		launcher: "Launcher is the pod of the launcher Job, which runs mpirun or horovodrun",
+		reach:    "over SSH",
+		bounds:   commonBounds,
+		// v1alpha2 and v1 were served, beside v2beta1, by upstream's
+		// v0.3.0 kustomize install; this repository's v1 install stores
+		// its jobs as v1. As a GA version, v1 is the one that discovery
+		// prefers, so that kubectl reaches MPIJobs through it unless told
+		// otherwise: the warning says how.
+		legacyVersions: []string{"v1", "v1alpha2"},
+		legacyWarning: func(legacy string) string {
+			return "kubeflow.org/" + legacy + " MPIJob is served only to keep the jobs of an earlier install; " +
+				"the mpi-operator of this installation runs kubeflow.org/v2beta1 MPIJobs: " +
+				"name the resource mpijobs.v2beta1.kubeflow.org in kubectl"
+		},
+	},
+}
+
+// legacyVersion serves a version of another install only so that its
+// objects, and their children, survive this CRD: deprecated, not the
+// storage version, with a status subresource and a schema that keeps
+// whatever those objects hold.
+func legacyVersion(name, warning string) map[string]any {
 	return map[string]any{
-		"name":       name,
-		"served":     true,
-		"storage":    false,
-		"deprecated": true,
-		"deprecationWarning": "kubeflow.org/" + name + " MPIJob is served only to keep the jobs of an upstream install; " +
-			"the mpi-operator of this installation runs kubeflow.org/v1 MPIJobs and leaves " + name + " ones alone",
-		"subresources": map[string]any{"status": map[string]any{}},
+		"name":               name,
+		"served":             true,
+		"storage":            false,
+		"deprecated":         true,
+		"deprecationWarning": warning,
+		"subresources":       map[string]any{"status": map[string]any{}},
 		"schema": map[string]any{
 			"openAPIV3Schema": map[string]any{
 				"type":                                 "object",
@@ -109,13 +228,6 @@ func legacyVersion(name string) map[string]any {
 			},
 		},
 	}
-}
-
-// replicaDescriptions describe the two replica types.
-var replicaDescriptions = map[string]string{
-	"Launcher": "Launcher is the pod that runs mpirun or horovodrun; replicas must be 1.",
-	"Worker": fmt.Sprintf("Worker are the pods the launcher starts MPI ranks on, through kubectl exec; "+
-		"replicas may be 0 to %d.", kubeflow.MaxWorkers),
 }
 
 // dnsLabel is the pattern of a container name, which Kubernetes requires
@@ -129,25 +241,18 @@ type bound struct {
 	set  map[string]any
 }
 
-// bounds are what the schema of spec gains where the fields come from
-// kubeflow/common and core/v1. The run policy's limits are a Kubernetes
-// Job's: a backoffLimit or ttlSecondsAfterFinished of 0 or more, an
-// activeDeadlineSeconds of at least 1 (0 would fail the job as it starts).
-// Container names must be DNS labels, as the API server requires of a
-// pod's: checking them here refuses the job instead of failing it on its
-// first pod, and their maxLength is what keeps the estimated cost of the
-// CEL rule that looks for spec.mainContainer among the workers' containers
-// within the API server's budget (without it the CRD is refused).
-var bounds = func() []bound {
+// commonBounds are what the schema of spec gains in every API: at most
+// maxWorkers workers, and container names that are DNS labels, as the API
+// server requires of a pod's. Checking the names here refuses the job
+// instead of failing it on its first pod, and their maxLength keeps the
+// estimated cost of CEL rules that look at them within the API server's
+// budget.
+func commonBounds(maxWorkers int64) []bound {
 	name := map[string]any{"maxLength": 63, "pattern": dnsLabel}
 	b := []bound{
-		{"runPolicy.cleanPodPolicy", map[string]any{"enum": []any{"None", "Running", "All"}}},
-		{"runPolicy.backoffLimit", map[string]any{"minimum": 0}},
-		{"runPolicy.activeDeadlineSeconds", map[string]any{"minimum": 1}},
-		{"runPolicy.ttlSecondsAfterFinished", map[string]any{"minimum": 0}},
-		{"elasticPolicy.minReplicas", map[string]any{"maximum": kubeflow.MaxWorkers}},
-		{"elasticPolicy.maxReplicas", map[string]any{"maximum": kubeflow.MaxWorkers}},
-		{"mpiReplicaSpecs.Worker.replicas", map[string]any{"maximum": kubeflow.MaxWorkers}},
+		{"elasticPolicy.minReplicas", map[string]any{"maximum": maxWorkers}},
+		{"elasticPolicy.maxReplicas", map[string]any{"maximum": maxWorkers}},
+		{"mpiReplicaSpecs.Worker.replicas", map[string]any{"maximum": maxWorkers}},
 	}
 	for _, rt := range []string{"Launcher", "Worker"} {
 		pod := "mpiReplicaSpecs." + rt + ".template.spec."
@@ -157,7 +262,7 @@ var bounds = func() []bound {
 		)
 	}
 	return b
-}()
+}
 
 // apply sets b's keys in the schema found below spec; a path that is not
 // there is an error, so that a change of the generated schema cannot drop
@@ -190,7 +295,7 @@ var restartPolicies = []any{"Always", "OnFailure", "Never", "ExitCode"}
 // replicaProperties turns the map schema of mpiReplicaSpecs into an object
 // with a Launcher and a Worker property, each the replica schema with its
 // pod template's descriptions stripped.
-func replicaProperties(specs map[string]any) error {
+func replicaProperties(specs map[string]any, descriptions map[string]string) error {
 	replica, ok := specs["additionalProperties"].(map[string]any)
 	if !ok {
 		return fmt.Errorf("spec.mpiReplicaSpecs has no additionalProperties schema")
@@ -210,7 +315,7 @@ func replicaProperties(specs map[string]any) error {
 	}
 	delete(specs, "additionalProperties")
 	named := map[string]any{}
-	for name, desc := range replicaDescriptions {
+	for name, desc := range descriptions {
 		schema, err := deepCopy(replica)
 		if err != nil {
 			return err

@@ -54,16 +54,23 @@ const (
 	MPIReplicaTypeWorker   MPIReplicaType = "Worker"
 )
 
+// The rules of MPIJobSpec name the field they are about through fieldPath,
+// so that the API server's message starts with it
+// (spec.mpiReplicaSpecs.Launcher: ...). The Launcher and Worker paths exist
+// because the CRD lists the two keys as properties of mpiReplicaSpecs (see
+// hack/crdtrim).
+
 // MPIJobSpec is the desired state of an MPIJob.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.mpiReplicaSpecs.Launcher)",message="spec.mpiReplicaSpecs.Launcher is required: an MPIJob needs exactly one launcher"
-// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Launcher) || !has(self.mpiReplicaSpecs.Launcher.replicas) || self.mpiReplicaSpecs.Launcher.replicas == 1",message="spec.mpiReplicaSpecs.Launcher.replicas must be 1"
-// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Launcher) || (has(self.mpiReplicaSpecs.Launcher.template) && has(self.mpiReplicaSpecs.Launcher.template.spec) && size(self.mpiReplicaSpecs.Launcher.template.spec.containers) > 0)",message="spec.mpiReplicaSpecs.Launcher.template.spec.containers must hold the launcher's container"
-// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.template) && has(self.mpiReplicaSpecs.Worker.template.spec) && size(self.mpiReplicaSpecs.Worker.template.spec.containers) > 0)",message="spec.mpiReplicaSpecs.Worker.template.spec.containers must hold the workers' container"
-// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas >= 0",message="spec.mpiReplicaSpecs.Worker.replicas must be 0 or more"
-// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || has(self.mpiReplicaSpecs.Worker)",message="must be set: an elastic job needs workers",fieldPath=".mpiReplicaSpecs.Worker"
+// +kubebuilder:validation:XValidation:rule="has(self.mpiReplicaSpecs.Launcher)",message="is required: an MPIJob needs exactly one launcher",fieldPath=".mpiReplicaSpecs.Launcher",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Launcher) || !has(self.mpiReplicaSpecs.Launcher.replicas) || self.mpiReplicaSpecs.Launcher.replicas == 1",message="must be 1: an MPIJob has exactly one launcher",fieldPath=".mpiReplicaSpecs.Launcher.replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Launcher) || (has(self.mpiReplicaSpecs.Launcher.template) && has(self.mpiReplicaSpecs.Launcher.template.spec) && size(self.mpiReplicaSpecs.Launcher.template.spec.containers) > 0)",message="must hold the launcher's container",fieldPath=".mpiReplicaSpecs.Launcher.template.spec.containers",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.template) && has(self.mpiReplicaSpecs.Worker.template.spec) && size(self.mpiReplicaSpecs.Worker.template.spec.containers) > 0)",message="must hold the workers' container",fieldPath=".mpiReplicaSpecs.Worker.template.spec.containers",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.mpiReplicaSpecs.Worker) || !has(self.mpiReplicaSpecs.Worker.replicas) || self.mpiReplicaSpecs.Worker.replicas >= 0",message="must be 0 or more",fieldPath=".mpiReplicaSpecs.Worker.replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || has(self.mpiReplicaSpecs.Worker)",message="must be set: an elastic job needs workers",fieldPath=".mpiReplicaSpecs.Worker",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.replicas) ? self.mpiReplicaSpecs.Worker.replicas : 1) >= (has(self.elasticPolicy.minReplicas) ? self.elasticPolicy.minReplicas : 1)",message="must not be less than spec.elasticPolicy.minReplicas (either one unset means 1)",fieldPath=".mpiReplicaSpecs.Worker.replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.maxReplicas) || !has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.replicas) ? self.mpiReplicaSpecs.Worker.replicas : 1) <= self.elasticPolicy.maxReplicas",message="must not be more than spec.elasticPolicy.maxReplicas (unset replicas mean 1)",fieldPath=".mpiReplicaSpecs.Worker.replicas"
+// +kubebuilder:validation:XValidation:rule="(has(self.runPolicy) && has(self.runPolicy.managedBy) && size(self.runPolicy.managedBy) > 0 ? self.runPolicy.managedBy : 'unset') == (has(oldSelf.runPolicy) && has(oldSelf.runPolicy.managedBy) && size(oldSelf.runPolicy.managedBy) > 0 ? oldSelf.runPolicy.managedBy : 'unset')",message="is immutable: it can be set only when the job is created",fieldPath=".runPolicy.managedBy"
 type MPIJobSpec struct {
 	// SlotsPerWorker is the number of MPI slots each worker offers.
 	// Unset means 1.
@@ -216,13 +223,12 @@ type RunPolicy struct {
 	// +optional
 	Suspend *bool `json:"suspend,omitempty"`
 
-	// ManagedBy names the controller that reconciles the job: unset or
-	// "kubeflow.org/mpi-operator" for this operator, or
+	// ManagedBy names the controller that reconciles the job: unset, empty
+	// or "kubeflow.org/mpi-operator" for this operator, or
 	// "kueue.x-k8s.io/multikueue", which this operator leaves alone. It
-	// cannot change once set.
+	// cannot be set, changed or removed after the job is created.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="is immutable"
-	// +kubebuilder:validation:XValidation:rule="self in ['kubeflow.org/mpi-operator', 'kueue.x-k8s.io/multikueue']",message="must be kubeflow.org/mpi-operator or kueue.x-k8s.io/multikueue"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self in ['kubeflow.org/mpi-operator', 'kueue.x-k8s.io/multikueue']",message="must be kubeflow.org/mpi-operator or kueue.x-k8s.io/multikueue, or empty"
 	// +kubebuilder:validation:MaxLength=63
 	ManagedBy *string `json:"managedBy,omitempty"`
 }
@@ -259,16 +265,17 @@ type SchedulingPolicy struct {
 
 // ElasticPolicy sets the bounds and timings of an elastic job.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="spec.elasticPolicy.minReplicas must not be more than spec.elasticPolicy.maxReplicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="must not be more than spec.elasticPolicy.maxReplicas",fieldPath=".minReplicas"
 type ElasticPolicy struct {
 	// MinReplicas is the fewest workers the job can train with; gang
-	// scheduling asks for only this many. Unset means 1.
+	// scheduling asks for only this many. Unset means 1; at most 1000 (see
+	// MaxWorkers).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
 
 	// MaxReplicas is the most workers the job may be scaled to. Unset
-	// means no bound but the one on every job.
+	// means no bound but the one on every job, 1000 (see MaxWorkers).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
