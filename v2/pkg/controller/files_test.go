@@ -17,6 +17,7 @@ func TestNewConfigMap(t *testing.T) {
 		modify          func(*v2beta1.MPIJob)
 		hostfile        []string
 		discover        []string
+		subdomains      map[string]string
 		clusterDomain   string
 		annotations     map[string]string
 		wantHostfile    string
@@ -107,6 +108,16 @@ func TestNewConfigMap(t *testing.T) {
 			wantDiscover: "#!/bin/sh\necho job-worker-10.job.ns.svc\necho job-worker-2.job.ns.svc\n",
 		},
 		{
+			name:          "a pod adopted from an older operator resolves under its own subdomain",
+			hostfile:      []string{"job-worker-0", "job-worker-1", "job-worker-2"},
+			discover:      []string{"job-worker-0", "job-worker-1"},
+			subdomains:    map[string]string{"job-worker-0": "job-worker", "job-worker-1": "job"},
+			clusterDomain: "cluster.local",
+			wantHostfile: "job-worker-0.job-worker.ns.svc.cluster.local slots=1\njob-worker-1.job.ns.svc.cluster.local slots=1\n" +
+				"job-worker-2.job.ns.svc.cluster.local slots=1\n",
+			wantDiscover: "#!/bin/sh\necho job-worker-0.job-worker.ns.svc.cluster.local\necho job-worker-1.job.ns.svc.cluster.local\n",
+		},
+		{
 			name:            "annotations carried",
 			hostfile:        []string{"job-worker-0"},
 			annotations:     map[string]string{"mpi-operator.kubeflow.org/next-worker-index": "3"},
@@ -133,7 +144,7 @@ func TestNewConfigMap(t *testing.T) {
 				Data:       map[string]string{"hostfile": tc.wantHostfile, "discover_hosts.sh": tc.wantDiscover},
 			}
 			want.Annotations = tc.wantAnnotations
-			got := newConfigMap(job, tc.hostfile, tc.discover, tc.clusterDomain, tc.annotations)
+			got := newConfigMap(job, tc.hostfile, tc.discover, tc.subdomains, tc.clusterDomain, tc.annotations)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("newConfigMap (-want +got):\n%s", diff)
 			}
@@ -155,7 +166,7 @@ func TestDiscoverHostsScriptRuns(t *testing.T) {
 		t.Skip("no sh")
 	}
 	job := newTestJob(3, func(j *v2beta1.MPIJob) { j.Spec.RunLauncherAsWorker = ptr(true) })
-	cm := newConfigMap(job, nil, []string{"job-worker-0", "job-worker-2"}, "", nil)
+	cm := newConfigMap(job, nil, []string{"job-worker-0", "job-worker-2"}, nil, "", nil)
 	out, err := exec.Command(sh, "-c", cm.Data["discover_hosts.sh"]).Output()
 	if err != nil {
 		t.Fatalf("running discover_hosts.sh: %v", err)
@@ -164,7 +175,7 @@ func TestDiscoverHostsScriptRuns(t *testing.T) {
 	if diff := cmp.Diff(want, string(out)); diff != "" {
 		t.Errorf("discover_hosts.sh output (-want +got):\n%s", diff)
 	}
-	empty := newConfigMap(newTestJob(0), nil, nil, "", nil)
+	empty := newConfigMap(newTestJob(0), nil, nil, nil, "", nil)
 	out, err = exec.Command(sh, "-c", empty.Data["discover_hosts.sh"]).Output()
 	if err != nil || len(out) != 0 {
 		t.Errorf("discover_hosts.sh without hosts: output %q, error %v; want nothing and success", out, err)

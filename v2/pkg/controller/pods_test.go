@@ -342,7 +342,7 @@ func TestBuildersLeaveTheJobAlone(t *testing.T) {
 	*plugins.Spec.ScheduleTimeoutSeconds = 9
 
 	newService(job).Spec.Selector["x"] = "y"
-	newConfigMap(job, []string{"job-worker-0"}, nil, "", nil).Data["x"] = "y"
+	newConfigMap(job, []string{"job-worker-0"}, nil, nil, "", nil).Data["x"] = "y"
 
 	if diff := cmp.Diff(before, job); diff != "" {
 		t.Errorf("the job changed (-before +after):\n%s", diff)
