@@ -14,18 +14,22 @@
 //     replica map, where no marker can reach, get the bounds the
 //     controller relies on (see apis and commonBounds): the run policy's values, container
 //     names that are DNS labels, at most MaxWorkers workers;
-//   - the versions that other installs served are listed as deprecated,
-//     not the storage version, with a schema that keeps whatever their
-//     objects hold. The API server refuses a CRD update that drops a
-//     version still named in status.storedVersions, so without them the
-//     CRD would not apply over such an install. They stay served because
-//     the children of those objects name their owner through them: the
-//     garbage collector looks the owner up through the apiVersion of the
-//     ownerReference, and through a version that is not served it cannot:
-//     the collector of Kubernetes 1.35 retries the lookup without end, so
-//     that the children are never collected, even once their owner is
-//     deleted; a collector that took the failed lookup for an owner that is
-//     gone would delete them at once.
+//   - the versions that other installs stored objects in are listed, not as
+//     the storage version, with a schema that keeps whatever their objects
+//     hold. The API server refuses a CRD update that drops a version still
+//     named in status.storedVersions, so without them the CRD would not
+//     apply over such an install. The v1 CRD keeps them served and
+//     deprecated: the children of those objects name their owner through
+//     them, and the garbage collector looks the owner up through the
+//     apiVersion of the ownerReference; through a version that is not
+//     served it cannot, and the collector of Kubernetes 1.35 retries the
+//     lookup without end, so that the children would never be collected
+//     once their owner is deleted. The v2beta1 CRD lists them unserved:
+//     served, v1 would be the version kubectl picks for a bare "mpijob"
+//     (discovery prefers a GA version to a beta one), which has neither
+//     this API's schema nor its scale subresource; the jobs stored in it
+//     stay readable through v2beta1, and the v2beta1 operator's children
+//     name their owner through v2beta1.
 //
 // The API version of the input chooses what it does (see apis): the v1
 // operator's CRD keeps v1alpha2 and v2beta1, which upstream's installs
@@ -132,7 +136,11 @@ func run(in io.Reader, out io.Writer, maxWorkers int64) error {
 		}
 	}
 	for _, legacy := range a.legacyVersions {
-		versions = append(versions, legacyVersion(legacy, a.legacyWarning(legacy)))
+		warning := ""
+		if a.legacyWarning != nil {
+			warning = a.legacyWarning(legacy)
+		}
+		versions = append(versions, legacyVersion(legacy, warning))
 	}
 	crd["spec"].(map[string]any)["versions"] = versions
 	trimmed, err := yaml.Marshal(crd)
@@ -151,8 +159,9 @@ type api struct {
 	// bounds are added to the schema of spec, beyond the ones every API
 	// gets (see commonBounds).
 	bounds func(maxWorkers int64) []bound
-	// legacyVersions are the other versions that installs served, and
-	// legacyWarning is the deprecation warning of each.
+	// legacyVersions are the other versions that installs stored objects
+	// in; legacyWarning is the deprecation warning of each, when they stay
+	// served, and nil when they are listed unserved.
 	legacyVersions []string
 	legacyWarning  func(legacy string) string
 }
@@ -197,30 +206,22 @@ var apis = map[string]api{
 		bounds:   commonBounds,
 		// v1alpha2 and v1 were served, beside v2beta1, by upstream's
 		// v0.3.0 kustomize install; this repository's v1 install stores
-		// its jobs as v1. As a GA version, v1 is the one that discovery
-		// prefers, so that kubectl reaches MPIJobs through it unless told
-		// otherwise: the warning says how.
+		// its jobs as v1. They are listed, not served (see the package
+		// comment).
 		legacyVersions: []string{"v1", "v1alpha2"},
-		legacyWarning: func(legacy string) string {
-			return "kubeflow.org/" + legacy + " MPIJob is served only to keep the jobs of an earlier install; " +
-				"the mpi-operator of this installation runs kubeflow.org/v2beta1 MPIJobs: " +
-				"name the resource mpijobs.v2beta1.kubeflow.org in kubectl"
-		},
 	},
 }
 
-// legacyVersion serves a version of another install only so that its
-// objects, and their children, survive this CRD: deprecated, not the
-// storage version, with a status subresource and a schema that keeps
-// whatever those objects hold.
+// legacyVersion lists a version of another install only so that its
+// objects survive this CRD: not the storage version, with a status
+// subresource and a schema that keeps whatever those objects hold. With a
+// warning it stays served, deprecated; without one it is not served.
 func legacyVersion(name, warning string) map[string]any {
-	return map[string]any{
-		"name":               name,
-		"served":             true,
-		"storage":            false,
-		"deprecated":         true,
-		"deprecationWarning": warning,
-		"subresources":       map[string]any{"status": map[string]any{}},
+	v := map[string]any{
+		"name":         name,
+		"served":       warning != "",
+		"storage":      false,
+		"subresources": map[string]any{"status": map[string]any{}},
 		"schema": map[string]any{
 			"openAPIV3Schema": map[string]any{
 				"type":                                 "object",
@@ -228,6 +229,11 @@ func legacyVersion(name, warning string) map[string]any {
 			},
 		},
 	}
+	if warning != "" {
+		v["deprecated"] = true
+		v["deprecationWarning"] = warning
+	}
+	return v
 }
 
 // dnsLabel is the pattern of a container name, which Kubernetes requires

@@ -484,14 +484,14 @@ func TestScale(t *testing.T) {
 	wantInvalid(t, "UpdateScale to 0", setScale(0), "spec.mpiReplicaSpecs.Worker.replicas")
 	wantInvalid(t, "UpdateScale past MaxWorkers", setScale(kubeflow.MaxWorkers+1), "spec.mpiReplicaSpecs.Worker.replicas")
 
-	// kubectl resolves "mpijob" to the version discovery prefers, v1 (a
-	// GA version outranks a beta one); the v2beta1 resource is named in
-	// full.
-	resource := "mpijobs.v2beta1.kubeflow.org/scaled"
-	if out, err := kubectl("scale", "-n", ns, resource, "--replicas=3"); err != nil {
+	// kubectl resolves a bare "mpijob" to v2beta1, the one version served
+	// (with a discovery cache of its own, as other tests change the CRD).
+	cache := t.TempDir()
+	resource := "mpijob/scaled"
+	if out, err := kubectl("--cache-dir", cache, "scale", "-n", ns, resource, "--replicas=3"); err != nil {
 		t.Errorf("kubectl scale --replicas=3: %v\n%s", err, out)
 	}
-	out, err := kubectl("scale", "-n", ns, resource, fmt.Sprintf("--replicas=%d", kubeflow.MaxWorkers+1))
+	out, err := kubectl("--cache-dir", cache, "scale", "-n", ns, resource, fmt.Sprintf("--replicas=%d", kubeflow.MaxWorkers+1))
 	if err == nil || !fieldNamed("spec.mpiReplicaSpecs.Worker.replicas").MatchString(out) {
 		t.Errorf("kubectl scale past MaxWorkers: %v\n%s", err, out)
 	}
