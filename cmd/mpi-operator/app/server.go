@@ -2,11 +2,9 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -102,31 +100,17 @@ func restConfig(o *Options) (*rest.Config, error) {
 	return o.RestConfig(userAgent)
 }
 
-// newClients creates the API clients. The built-in types are spoken in
-// protobuf, which is cheaper to decode than JSON; custom resources only
-// support JSON, so the MPIJob and volcano clients keep the default.
+// newClients creates the API clients: the built-in ones of pkg/operator,
+// and the MPIJob and volcano clients, which speak JSON.
 func newClients(cfg *rest.Config, gang bool) (clients, error) {
-	var cs clients
-	kcfg := rest.CopyConfig(cfg)
-	kcfg.ContentType = runtime.ContentTypeProtobuf
-	kcfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	kube, err := kubernetes.NewForConfig(kcfg)
+	kc, err := operator.NewKubeClients(cfg)
 	if err != nil {
-		return cs, fmt.Errorf("creating the Kubernetes client: %w", err)
+		return clients{}, err
 	}
-	cs.kube = kube
-	// Events get a client, and so a rate limiter, of their own.
-	if cs.events, err = kubernetes.NewForConfig(kcfg); err != nil {
-		return cs, fmt.Errorf("creating the events client: %w", err)
-	}
-	if cs.meta, err = metadata.NewForConfig(cfg); err != nil {
-		return cs, fmt.Errorf("creating the metadata client: %w", err)
-	}
-	mpi, err := clientset.NewForConfig(cfg)
-	if err != nil {
+	cs := clients{kube: kc.Kube, events: kc.Events, meta: kc.Meta}
+	if cs.mpi, err = clientset.NewForConfig(cfg); err != nil {
 		return cs, fmt.Errorf("creating the MPIJob client: %w", err)
 	}
-	cs.mpi = mpi
 	if gang {
 		vc, err := volcanoclient.NewForConfig(cfg)
 		if err != nil {
@@ -140,36 +124,28 @@ func newClients(cfg *rest.Config, gang bool) (clients, error) {
 // checkMPIJobCRD fails unless the API server serves MPIJobs with their
 // status subresource.
 func checkMPIJobCRD(d discovery.DiscoveryInterface) error {
-	names, err := operator.ServedResources(d, mpiJobGroupVersion)
-	if err != nil {
-		return fmt.Errorf("checking whether the MPIJob CRD is installed: cannot list the resources of %s: %w", mpiJobGroupVersion, err)
-	}
-	if !names[mpiJobResource] {
-		return fmt.Errorf("the MPIJob CRD is not installed: the API server does not serve %s in %s. "+
-			"Install the CRD with `kubectl apply -f manifests/base/crd.yaml`, or the CRD and the operator with "+
+	return operator.CheckServed(d, operator.Requirement{
+		What:         "the MPIJob CRD",
+		GroupVersion: mpiJobGroupVersion,
+		Resource:     mpiJobResource,
+		Status:       true,
+		Missing: "Install the CRD with `kubectl apply -f manifests/base/crd.yaml`, or the CRD and the operator with " +
 			"`kubectl apply -k manifests/overlays/standalone`, then start the operator again",
-			mpiJobResource, mpiJobGroupVersion)
-	}
-	if !names[mpiJobResource+"/status"] {
-		return errors.New("the installed MPIJob CRD has no status subresource, so the operator cannot report job status. " +
-			"Update it with `kubectl apply -f manifests/base/crd.yaml`, then start the operator again")
-	}
-	return nil
+		MissingStatus: "the installed MPIJob CRD has no status subresource, so the operator cannot report job status. " +
+			"Update it with `kubectl apply -f manifests/base/crd.yaml`, then start the operator again",
+	})
 }
 
 // checkPodGroupCRD fails unless the API server serves volcano PodGroups,
 // which gang scheduling creates.
 func checkPodGroupCRD(d discovery.DiscoveryInterface, scheduler string) error {
-	names, err := operator.ServedResources(d, podGroupGroupVersion)
-	if err != nil {
-		return fmt.Errorf("checking whether the volcano PodGroup CRD is installed: cannot list the resources of %s: %w", podGroupGroupVersion, err)
-	}
-	if !names[podGroupResource] {
-		return fmt.Errorf("--gang-scheduling=%s needs volcano, but the API server does not serve %s in %s. "+
-			"Install volcano (https://volcano.sh/en/docs/installation/), or start the operator without --gang-scheduling",
-			scheduler, podGroupResource, podGroupGroupVersion)
-	}
-	return nil
+	return operator.CheckServed(d, operator.Requirement{
+		What:         "the volcano PodGroup CRD",
+		GroupVersion: podGroupGroupVersion,
+		Resource:     podGroupResource,
+		Missing: fmt.Sprintf("--gang-scheduling=%s needs volcano. Install volcano (https://volcano.sh/en/docs/installation/), "+
+			"or start the operator without --gang-scheduling", scheduler),
+	})
 }
 
 // runController runs the MPIJob controller until ctx is done, publishing it
@@ -186,30 +162,9 @@ func runController(ctx context.Context, cs clients, o *Options, running *operato
 	if cs.volcano != nil {
 		vc = cs.volcano
 	}
-	// The informers get a context of their own, so that they stop, and
-	// their watches close, before this function returns, whatever made the
-	// controller return.
-	infCtx, stopInformers := context.WithCancel(ctx)
-	cfg.EventClient = cs.events
-	inf := controller.NewInformers(cs.kube, cs.meta, cs.mpi, vc, cfg)
-	defer func() {
-		stopInformers()
-		inf.Shutdown()
-	}()
-	c := controller.NewMPIJobController(ctx, cs.kube, cs.mpi, vc, inf, cfg)
-	running.Set(c)
-	defer running.Clear()
-	inf.Start(infCtx.Done())
-	err := c.Run(ctx, o.Threadiness)
-	if ctx.Err() != nil {
-		// Stopping; an error here is the wait for the caches being cut short.
-		if err != nil {
-			klog.V(2).InfoS("Controller stopped", "err", err)
-		}
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("running the MPIJob controller: %w", err)
-	}
-	return errors.New("the MPIJob controller stopped unexpectedly")
+	return operator.RunController(ctx, running, o.Threadiness, func(ctx context.Context) (operator.Informers, operator.Controller) {
+		cfg.EventClient = cs.events
+		inf := controller.NewInformers(cs.kube, cs.meta, cs.mpi, vc, cfg)
+		return inf, controller.NewMPIJobController(ctx, cs.kube, cs.mpi, vc, inf, cfg)
+	})
 }
