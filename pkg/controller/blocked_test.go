@@ -14,37 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	core "k8s.io/client-go/testing"
-)
 
-func TestBlockedReason(t *testing.T) {
-	cm := schema.GroupResource{Resource: "configmaps"}
-	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "pi-launcher",
-		field.ErrorList{field.Invalid(field.NewPath("spec", "containers").Index(0).Child("volumeMounts").Index(1).Child("mountPath"), "/etc/mpi", "must be unique")})
-	cases := []struct {
-		name   string
-		err    error
-		reason string // "" for not blocked
-	}{
-		{"none", nil, ""},
-		{"foreign object", newForeignError(newTestJob("pi", 1), "ConfigMap", "pi-config"), "ErrResourceExists"},
-		{"foreign object, wrapped and joined", errors.Join(errors.New("other"), fmt.Errorf("x: %w", newForeignError(newTestJob("pi", 1), "Pod", "p"))), "ErrResourceExists"},
-		{"invalid", fmt.Errorf("creating pod: %w", invalid), "Invalid"},
-		{"forbidden", apierrors.NewForbidden(cm, "pi-config", errors.New("exceeded quota")), "Forbidden"},
-		{"too large", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), "RequestEntityTooLarge"},
-		{"bad request", apierrors.NewBadRequest("nope"), "BadRequest"},
-		{"conflict", apierrors.NewConflict(cm, "pi-config", errors.New("stale")), ""},
-		{"timeout", apierrors.NewTimeoutError("slow", 1), ""},
-		{"throttled", apierrors.NewTooManyRequests("slow down", 1), ""},
-		{"server error", apierrors.NewInternalError(errors.New("etcd")), ""},
-		{"plain error", errors.New("connection refused"), ""},
-	}
-	for _, tc := range cases {
-		reason, ok := blockedReason(tc.err)
-		if ok != (tc.reason != "") || reason != tc.reason {
-			t.Errorf("%s: blockedReason = %q, %v; want %q", tc.name, reason, ok, tc.reason)
-		}
-	}
-}
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
+)
 
 // TestRefusedWriteBlocksJob: a child the API server refuses as invalid
 // gives the job a Blocked condition carrying the API server's message and a
@@ -123,8 +95,8 @@ func TestForeignObjectWithoutLabelBlocksJob(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
-			var foreign *foreignError
-			if !errors.As(err, &foreign) || foreign.kind != kind {
+			var foreign *reconcile.ForeignError
+			if !errors.As(err, &foreign) || foreign.Kind != kind {
 				t.Fatalf("sync error %v, want a %s in the way", err, kind)
 			}
 			for _, a := range writes(f.kubeClient.Actions()) {
@@ -167,7 +139,7 @@ func TestInvalidEditHoldsRunningJob(t *testing.T) {
 	job := runningJob(f, 2)
 	job.Spec.MainContainer = "tpyo"
 	_, err := f.syncErr(job)
-	var spec *specError
+	var spec *reconcile.SpecError
 	if !errors.As(err, &spec) {
 		t.Fatalf("sync error %v, want the spec held", err)
 	}

@@ -9,12 +9,13 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // syncConfigMap writes the job's /etc/mpi files and bookkeeping, if they
 // changed.
 func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJob, hosts elastic.Hosts, state elastic.State) (*corev1.ConfigMap, error) {
-	return ensure(ctx, job, c.configMapChild(), newConfigMap(job, hosts, state))
+	return reconcile.Ensure(ctx, owner(job), c.configMapChild(), newConfigMap(job, hosts, state))
 }
 
 // recordedState reads the bookkeeping from the job's ConfigMap; the zero
@@ -27,22 +28,22 @@ func (c *MPIJobController) recordedState(job *kubeflow.MPIJob) elastic.State {
 	return elastic.ParseState(cm.Annotations)
 }
 
-func (c *MPIJobController) configMapChild() child[*corev1.ConfigMap] {
-	return child[*corev1.ConfigMap]{
-		kind: "ConfigMap",
-		get: func(ns, name string) (*corev1.ConfigMap, error) {
+func (c *MPIJobController) configMapChild() reconcile.Child[*corev1.ConfigMap] {
+	return reconcile.Child[*corev1.ConfigMap]{
+		Kind: "ConfigMap",
+		Get: func(ns, name string) (*corev1.ConfigMap, error) {
 			return c.cmLister.ConfigMaps(ns).Get(name)
 		},
-		fetch: func(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
+		Fetch: func(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
 			return c.kubeClient.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		},
-		create: func(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+		Create: func(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
 			return c.kubeClient.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
 		},
-		update: func(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+		Update: func(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
 			return c.kubeClient.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
 		},
-		merge: func(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
+		Merge: func(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
 			same := maps.Equal(cur.Data, want.Data)
 			keys := elastic.StateAnnotations()
 			for _, k := range keys {

@@ -32,6 +32,7 @@ import (
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
 	mpischeme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
 	listers "github.com/kubeflow/mpi-operator/pkg/client/listers/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 const controllerName = "mpi-job-controller"
@@ -70,10 +71,10 @@ type MPIJobController struct {
 	jobLocks     keymutex.KeyMutex
 	recorder     record.EventRecorder
 	clock        clock.Clock
-	expectations *podExpectations
+	expectations *reconcile.Expectations
 	// health tracks the progress of Run and of the main queue's syncs for
-	// /healthz (health.go).
-	health *health
+	// /healthz (see Healthy).
+	health *reconcile.Health
 
 	// runningSince remembers when the controller saw each worker turn
 	// Running, for the discovery latency histogram only.
@@ -137,9 +138,9 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		jobLocks:     keymutex.NewHashed(jobLockStripes),
 		recorder:     recorder,
 		clock:        clk,
-		expectations: newPodExpectations(clk),
+		expectations: reconcile.NewExpectations(clk),
 	}
-	c.health = newHealth(clk, c.queue.Len)
+	c.health = reconcile.NewHealth(clk, c.queue.Len)
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueJob,
@@ -195,13 +196,13 @@ func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
 	defer c.queue.ShutDown()
 	defer c.discoveryQueue.ShutDown()
 	logger := klog.FromContext(ctx)
-	c.health.starting(threadiness)
+	c.health.Starting(threadiness)
 
 	logger.Info("Waiting for informer caches to sync")
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
 		return fmt.Errorf("informer caches did not sync")
 	}
-	c.health.cachesSynced()
+	c.health.CachesSynced()
 	logger.Info("Starting workers", "count", threadiness)
 	var wg sync.WaitGroup
 	for range threadiness {
@@ -231,7 +232,7 @@ func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
 	defer c.queue.Done(key)
 	// The argument is evaluated now: the sync's start is recorded here and
 	// its end when this function returns.
-	defer c.health.syncFinished(c.health.syncStarted())
+	defer c.health.SyncFinished(c.health.SyncStarted())
 
 	logger := klog.FromContext(ctx).WithValues("mpijob", key)
 	ctx = klog.NewContext(ctx, logger)
@@ -246,11 +247,11 @@ func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
 		// reads the newer object.
 		logger.V(4).Info("Sync met a newer object; retrying", "err", err)
 		c.queue.AddRateLimited(key)
-	case errors.As(err, new(*specError)):
+	case errors.As(err, new(*reconcile.SpecError)):
 		// Only an edit cures it, and the edit's event brings the job back.
 		logger.V(2).Info("Sync held: the spec is invalid", "err", err)
 		c.queue.Forget(key)
-	case isBlocked(err):
+	case reconcile.IsBlocked(err):
 		// The job's Blocked condition and its event tell the user; the
 		// retries back off.
 		logger.V(2).Info("Sync blocked; retrying with backoff", "err", err)
@@ -301,7 +302,7 @@ func ownerKey(obj any) (string, bool) {
 
 func (c *MPIJobController) handlePodAdd(obj any) {
 	if key, ok := ownerKey(obj); ok {
-		c.expectations.observeCreate(key, obj.(*corev1.Pod).Name)
+		c.expectations.ObserveCreate(key, obj.(*corev1.Pod).Name)
 		c.queue.Add(key)
 	}
 }
@@ -320,7 +321,7 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 		c.runningSince.Store(newPod.UID, c.clock.Now())
 	}
 	if key, ok := ownerKey(newObj); ok {
-		c.expectations.observePod(key, newPod)
+		c.expectations.Observe(key, newPod)
 		c.queue.Add(key)
 		if discoverabilityChanged(oldPod, newPod) {
 			c.discoveryQueue.Add(key)
@@ -340,7 +341,7 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	}
 	c.runningSince.Delete(pod.UID)
 	if key, ok := ownerKey(pod); ok {
-		c.expectations.observeGone(key, pod.UID)
+		c.expectations.ObserveGone(key, pod.UID)
 		c.queue.Add(key)
 		if discoverabilityChanged(pod, nil) {
 			c.discoveryQueue.Add(key)

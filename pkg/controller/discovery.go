@@ -122,7 +122,7 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 	if err != nil || shared.DeletionTimestamp != nil || isFinished(&shared.Status) || c.leaveForeignJob(shared, false) {
 		return nil
 	}
-	if c.expectations.changing(key) {
+	if c.expectations.Changing(key) {
 		// Typically the launcher's refresh from a moment ago: its event
 		// is on its way. (Pods created and not in the cache yet do not
 		// matter here: they are not Running, and the plan's creations are

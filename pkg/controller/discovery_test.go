@@ -13,6 +13,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // discover runs one fast-path sync of job; prepare, if given, sees the
@@ -84,7 +85,7 @@ func TestDiscoveryWaitsForOwnPodWrites(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
 	err := f.discover(job, func(c *MPIJobController) {
-		c.expectations.expectChange(jobKey(job), "pi-launcher-uid", showsDeletion)
+		c.expectations.ExpectChange(jobKey(job), "pi-launcher-uid", reconcile.ShowsDeletion)
 	})
 	if !errors.Is(err, errNotSettled) {
 		t.Errorf("err = %v, want errNotSettled", err)
@@ -96,7 +97,7 @@ func TestDiscoveryDoesNotWaitForCreatedPods(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
 	err := f.discover(job, func(c *MPIJobController) {
-		c.expectations.expectCreate(jobKey(job), "pi-launcher")
+		c.expectations.ExpectCreate(jobKey(job), "pi-launcher")
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +271,7 @@ func TestNoOpPodPatchLeavesNothingToWaitFor(t *testing.T) {
 	if _, err := c.annotatePod(ctx, job, f.pods[2], elastic.AnnotationHostsHash, "same"); err != nil {
 		t.Fatal(err)
 	}
-	if !c.expectations.satisfied(jobKey(job)) {
+	if !c.expectations.Satisfied(jobKey(job)) {
 		t.Error("the job waits for an event that a patch without change never brings")
 	}
 }

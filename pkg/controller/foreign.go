@@ -9,6 +9,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // The launcher may exec only into pods its job controls. The Role names a
@@ -90,7 +91,7 @@ func jobNameOfPod(pod string) (string, bool) {
 func blockedWorkers(job *kubeflow.MPIJob, names []string) error {
 	errs := make([]error, len(names))
 	for i, n := range names {
-		errs[i] = newForeignError(job, "Pod", n)
+		errs[i] = reconcile.NewForeignError(owner(job), "Pod", n)
 	}
 	return errors.Join(errs...)
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 func TestJobNameOfPod(t *testing.T) {
@@ -93,8 +94,8 @@ func TestForeignWorkerNameNeverGranted(t *testing.T) {
 			*job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = 3
 			f.pods = append(f.pods, pod.DeepCopy())
 			_, err := f.syncErr(job)
-			var foreign *foreignError
-			if !errors.As(err, &foreign) || foreign.name != "pi-worker-1" {
+			var foreign *reconcile.ForeignError
+			if !errors.As(err, &foreign) || foreign.Name != "pi-worker-1" {
 				t.Fatalf("sync error %v, want pod pi-worker-1 in the way", err)
 			}
 			if diff := cmp.Diff([]string{"pi-worker-0", "pi-worker-2"}, grantedExec(f)); diff != "" {
@@ -166,7 +167,7 @@ func TestFixedJobWaitsWithItsLauncher(t *testing.T) {
 	job := newTestJob("pi", 2)
 	f.jobs = append(f.jobs, job)
 	f.pods = append(f.pods, foreignPods()["bare pod"])
-	if _, err := f.syncErr(job); !errors.Is(err, errResourceExists) {
+	if _, err := f.syncErr(job); !errors.Is(err, reconcile.ErrResourceExists) {
 		t.Fatalf("sync error %v", err)
 	}
 	for _, a := range writes(f.kubeClient.Actions()) {

@@ -8,6 +8,7 @@ import (
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // The fuzz tests run their seeds with every go test; `make fuzz` (part of
@@ -46,11 +47,11 @@ func FuzzSync(f *testing.F) {
 		fx := newFixture(t)
 		fx.jobs = append(fx.jobs, job)
 		_, err := fx.syncErr(job)
-		var spec *specError
+		var spec *reconcile.SpecError
 		if errors.As(err, &spec) {
 			t.Fatalf("a job that never started was held, not failed: %v", err)
 		}
-		if err != nil && !isBlocked(err) {
+		if err != nil && !reconcile.IsBlocked(err) {
 			t.Fatalf("sync: %v", err)
 		}
 		st := fx.writtenStatus()

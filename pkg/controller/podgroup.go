@@ -11,6 +11,7 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // podGroupMinMember is how many pods volcano must place together: the
@@ -28,26 +29,26 @@ func (c *MPIJobController) syncPodGroup(ctx context.Context, job *kubeflow.MPIJo
 	if c.pgLister == nil {
 		return nil
 	}
-	_, err := ensure(ctx, job, c.podGroupChild(), newPodGroup(job, podGroupMinMember(job)))
+	_, err := reconcile.Ensure(ctx, owner(job), c.podGroupChild(), newPodGroup(job, podGroupMinMember(job)))
 	return err
 }
 
-func (c *MPIJobController) podGroupChild() child[*volcanov1beta1.PodGroup] {
-	return child[*volcanov1beta1.PodGroup]{
-		kind: "PodGroup",
-		get: func(ns, name string) (*volcanov1beta1.PodGroup, error) {
+func (c *MPIJobController) podGroupChild() reconcile.Child[*volcanov1beta1.PodGroup] {
+	return reconcile.Child[*volcanov1beta1.PodGroup]{
+		Kind: "PodGroup",
+		Get: func(ns, name string) (*volcanov1beta1.PodGroup, error) {
 			return c.pgLister.PodGroups(ns).Get(name)
 		},
-		fetch: func(ctx context.Context, ns, name string) (*volcanov1beta1.PodGroup, error) {
+		Fetch: func(ctx context.Context, ns, name string) (*volcanov1beta1.PodGroup, error) {
 			return c.podGroups(ns).Get(ctx, name, metav1.GetOptions{})
 		},
-		create: func(ctx context.Context, pg *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, error) {
+		Create: func(ctx context.Context, pg *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, error) {
 			return c.podGroups(pg.Namespace).Create(ctx, pg, metav1.CreateOptions{})
 		},
-		update: func(ctx context.Context, pg *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, error) {
+		Update: func(ctx context.Context, pg *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, error) {
 			return c.podGroups(pg.Namespace).Update(ctx, pg, metav1.UpdateOptions{})
 		},
-		merge: mergePodGroup,
+		Merge: mergePodGroup,
 	}
 }
 

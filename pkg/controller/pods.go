@@ -14,6 +14,7 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // maxCreatesPerSync bounds the pods one sync creates, so that a job with
@@ -36,7 +37,7 @@ func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJ
 	if len(indices) == 0 {
 		return nil
 	}
-	done, err := inBatches(len(indices), 1, func(i int) error {
+	done, err := reconcile.InBatches(len(indices), 1, func(i int) error {
 		_, err := c.createPod(ctx, job, newWorker(job, indices[i], c.cfg.GangSchedulerName))
 		return err
 	})
@@ -61,7 +62,7 @@ func (c *MPIJobController) podCreateError(ctx context.Context, job *kubeflow.MPI
 	}
 	existing, getErr := c.kubeClient.CoreV1().Pods(job.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if getErr == nil && !metav1.IsControlledBy(existing, job) {
-		return newForeignError(job, "Pod", name)
+		return reconcile.NewForeignError(owner(job), "Pod", name)
 	}
 	return fmt.Errorf("creating pod %s: %w", name, err)
 }
@@ -74,7 +75,7 @@ func (c *MPIJobController) markDraining(ctx context.Context, job *kubeflow.MPIJo
 		return nil
 	}
 	since := now.UTC().Format(time.RFC3339Nano)
-	done, err := inBatches(len(pods), maxBatch, func(i int) error {
+	done, err := reconcile.InBatches(len(pods), reconcile.MaxBatch, func(i int) error {
 		if _, err := c.annotatePod(ctx, job, pods[i], elastic.AnnotationDrainingSince, since); err != nil {
 			return fmt.Errorf("marking worker %s draining: %w", pods[i].Name, err)
 		}
@@ -93,7 +94,7 @@ func (c *MPIJobController) deleteWorkers(ctx context.Context, job *kubeflow.MPIJ
 	if len(pods) == 0 {
 		return nil
 	}
-	done, err := inBatches(len(pods), maxBatch, func(i int) error { return c.deletePod(ctx, job, pods[i]) })
+	done, err := reconcile.InBatches(len(pods), reconcile.MaxBatch, func(i int) error { return c.deletePod(ctx, job, pods[i]) })
 	if names := podNames(pods, done); len(names) > 0 {
 		klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", names)
 		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScaledDown, "Deleted %d worker(s): %v", len(names), names)
@@ -119,10 +120,10 @@ func podNames(pods []*corev1.Pod, which []int) []string {
 // createPod creates one of the job's pods.
 func (c *MPIJobController) createPod(ctx context.Context, job *kubeflow.MPIJob, pod *corev1.Pod) (*corev1.Pod, error) {
 	key := jobKey(job)
-	c.expectations.expectCreate(key, pod.Name)
+	c.expectations.ExpectCreate(key, pod.Name)
 	created, err := c.kubeClient.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		c.expectations.observeCreate(key, pod.Name)
+		c.expectations.ObserveCreate(key, pod.Name)
 		return nil, c.podCreateError(ctx, job, pod.Name, err)
 	}
 	return created, nil
@@ -133,10 +134,10 @@ func (c *MPIJobController) createPod(ctx context.Context, job *kubeflow.MPIJob, 
 func (c *MPIJobController) annotatePod(ctx context.Context, job *kubeflow.MPIJob, pod *corev1.Pod, name, value string) (*corev1.Pod, error) {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, name, value)
 	key := jobKey(job)
-	c.expectations.expectChange(key, pod.UID, showsAnnotation(name, value))
+	c.expectations.ExpectChange(key, pod.UID, reconcile.ShowsAnnotation(name, value))
 	patched, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
-		c.expectations.observeGone(key, pod.UID)
+		c.expectations.ObserveGone(key, pod.UID)
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -146,7 +147,7 @@ func (c *MPIJobController) annotatePod(ctx context.Context, job *kubeflow.MPIJob
 		// The cache may show the result already: an event came before this
 		// check did, or the patch changed nothing (another write had set
 		// the same value) and no event will come.
-		c.expectations.observePod(key, cached)
+		c.expectations.Observe(key, cached)
 	}
 	return patched, nil
 }
@@ -154,13 +155,13 @@ func (c *MPIJobController) annotatePod(ctx context.Context, job *kubeflow.MPIJob
 // deletePod deletes exactly this pod: not a newer one of the same name.
 func (c *MPIJobController) deletePod(ctx context.Context, job *kubeflow.MPIJob, pod *corev1.Pod) error {
 	key, uid := jobKey(job), pod.UID
-	c.expectations.expectChange(key, uid, showsDeletion)
+	c.expectations.ExpectChange(key, uid, reconcile.ShowsDeletion)
 	err := c.kubeClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &uid},
 	})
 	if err != nil {
 		// Nothing changed, so no event will come for it.
-		c.expectations.observeGone(key, uid)
+		c.expectations.ObserveGone(key, uid)
 		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 		}

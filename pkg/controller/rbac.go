@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // syncLauncherRBAC makes sure the launcher's ServiceAccount, Role and
@@ -19,59 +20,59 @@ import (
 // that exists (it checks that the binding grants nothing the operator does
 // not hold).
 func (c *MPIJobController) syncLauncherRBAC(ctx context.Context, job *kubeflow.MPIJob, exec []string) error {
-	err := concurrently(
+	err := reconcile.Concurrently(
 		func() error {
-			_, err := ensure(ctx, job, c.serviceAccountChild(), newLauncherServiceAccount(job))
+			_, err := reconcile.Ensure(ctx, owner(job), c.serviceAccountChild(), newLauncherServiceAccount(job))
 			return err
 		},
 		func() error {
-			_, err := ensure(ctx, job, c.roleChild(), newLauncherRole(job, exec))
+			_, err := reconcile.Ensure(ctx, owner(job), c.roleChild(), newLauncherRole(job, exec))
 			return err
 		},
 	)
 	if err != nil {
 		return err
 	}
-	_, err = ensure(ctx, job, c.roleBindingChild(), newLauncherRoleBinding(job))
+	_, err = reconcile.Ensure(ctx, owner(job), c.roleBindingChild(), newLauncherRoleBinding(job))
 	return err
 }
 
-func (c *MPIJobController) serviceAccountChild() child[*corev1.ServiceAccount] {
-	return child[*corev1.ServiceAccount]{
-		kind: "ServiceAccount",
-		get: func(ns, name string) (*corev1.ServiceAccount, error) {
+func (c *MPIJobController) serviceAccountChild() reconcile.Child[*corev1.ServiceAccount] {
+	return reconcile.Child[*corev1.ServiceAccount]{
+		Kind: "ServiceAccount",
+		Get: func(ns, name string) (*corev1.ServiceAccount, error) {
 			return c.saLister.ServiceAccounts(ns).Get(name)
 		},
-		fetch: func(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
+		Fetch: func(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
 			return c.kubeClient.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
 		},
-		create: func(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
+		Create: func(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
 			return c.kubeClient.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{})
 		},
-		update: func(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
+		Update: func(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
 			return c.kubeClient.CoreV1().ServiceAccounts(sa.Namespace).Update(ctx, sa, metav1.UpdateOptions{})
 		},
 		// Nothing of a ServiceAccount is the controller's beyond its name.
-		merge: func(cur, _ *corev1.ServiceAccount) (*corev1.ServiceAccount, bool) { return cur, false },
+		Merge: func(cur, _ *corev1.ServiceAccount) (*corev1.ServiceAccount, bool) { return cur, false },
 	}
 }
 
-func (c *MPIJobController) roleChild() child[*rbacv1.Role] {
-	return child[*rbacv1.Role]{
-		kind: "Role",
-		get: func(ns, name string) (*rbacv1.Role, error) {
+func (c *MPIJobController) roleChild() reconcile.Child[*rbacv1.Role] {
+	return reconcile.Child[*rbacv1.Role]{
+		Kind: "Role",
+		Get: func(ns, name string) (*rbacv1.Role, error) {
 			return c.roleLister.Roles(ns).Get(name)
 		},
-		fetch: func(ctx context.Context, ns, name string) (*rbacv1.Role, error) {
+		Fetch: func(ctx context.Context, ns, name string) (*rbacv1.Role, error) {
 			return c.kubeClient.RbacV1().Roles(ns).Get(ctx, name, metav1.GetOptions{})
 		},
-		create: func(ctx context.Context, r *rbacv1.Role) (*rbacv1.Role, error) {
+		Create: func(ctx context.Context, r *rbacv1.Role) (*rbacv1.Role, error) {
 			return c.kubeClient.RbacV1().Roles(r.Namespace).Create(ctx, r, metav1.CreateOptions{})
 		},
-		update: func(ctx context.Context, r *rbacv1.Role) (*rbacv1.Role, error) {
+		Update: func(ctx context.Context, r *rbacv1.Role) (*rbacv1.Role, error) {
 			return c.kubeClient.RbacV1().Roles(r.Namespace).Update(ctx, r, metav1.UpdateOptions{})
 		},
-		merge: func(cur, want *rbacv1.Role) (*rbacv1.Role, bool) {
+		Merge: func(cur, want *rbacv1.Role) (*rbacv1.Role, bool) {
 			if equality.Semantic.DeepEqual(cur.Rules, want.Rules) {
 				return cur, false
 			}
@@ -82,23 +83,23 @@ func (c *MPIJobController) roleChild() child[*rbacv1.Role] {
 	}
 }
 
-func (c *MPIJobController) roleBindingChild() child[*rbacv1.RoleBinding] {
-	return child[*rbacv1.RoleBinding]{
-		kind: "RoleBinding",
-		get: func(ns, name string) (*rbacv1.RoleBinding, error) {
+func (c *MPIJobController) roleBindingChild() reconcile.Child[*rbacv1.RoleBinding] {
+	return reconcile.Child[*rbacv1.RoleBinding]{
+		Kind: "RoleBinding",
+		Get: func(ns, name string) (*rbacv1.RoleBinding, error) {
 			return c.rbLister.RoleBindings(ns).Get(name)
 		},
-		fetch: func(ctx context.Context, ns, name string) (*rbacv1.RoleBinding, error) {
+		Fetch: func(ctx context.Context, ns, name string) (*rbacv1.RoleBinding, error) {
 			return c.kubeClient.RbacV1().RoleBindings(ns).Get(ctx, name, metav1.GetOptions{})
 		},
-		create: func(ctx context.Context, rb *rbacv1.RoleBinding) (*rbacv1.RoleBinding, error) {
+		Create: func(ctx context.Context, rb *rbacv1.RoleBinding) (*rbacv1.RoleBinding, error) {
 			return c.kubeClient.RbacV1().RoleBindings(rb.Namespace).Create(ctx, rb, metav1.CreateOptions{})
 		},
-		update: func(ctx context.Context, rb *rbacv1.RoleBinding) (*rbacv1.RoleBinding, error) {
+		Update: func(ctx context.Context, rb *rbacv1.RoleBinding) (*rbacv1.RoleBinding, error) {
 			return c.kubeClient.RbacV1().RoleBindings(rb.Namespace).Update(ctx, rb, metav1.UpdateOptions{})
 		},
 		// The roleRef cannot change; only the subjects can drift.
-		merge: func(cur, want *rbacv1.RoleBinding) (*rbacv1.RoleBinding, bool) {
+		Merge: func(cur, want *rbacv1.RoleBinding) (*rbacv1.RoleBinding, bool) {
 			if equality.Semantic.DeepEqual(cur.Subjects, want.Subjects) {
 				return cur, false
 			}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // checkDeadline fails the job once it has been active for longer than
@@ -56,8 +57,8 @@ func (c *MPIJobController) reconcileFinished(ctx context.Context, job *kubeflow.
 		return 0, err
 	}
 	victims := podsToClean(job, launcher, workers)
-	if len(victims) > 0 && c.expectations.satisfied(jobKey(job)) {
-		if _, err := inBatches(len(victims), maxBatch, func(i int) error { return c.deletePod(ctx, job, victims[i]) }); err != nil {
+	if len(victims) > 0 && c.expectations.Satisfied(jobKey(job)) {
+		if _, err := reconcile.InBatches(len(victims), reconcile.MaxBatch, func(i int) error { return c.deletePod(ctx, job, victims[i]) }); err != nil {
 			return 0, err
 		}
 		c.recorder.Eventf(job, corev1.EventTypeNormal, eventDeletingPods, "Deleted %d pod(s) of the finished job", len(victims))
@@ -87,7 +88,7 @@ func (c *MPIJobController) clearHosts(ctx context.Context, job *kubeflow.MPIJob)
 		want.Data[k] = v
 	}
 	want.Data[discoverHostsKey] = "#!/bin/sh\n"
-	_, err = ensure(ctx, job, c.configMapChild(), want)
+	_, err = reconcile.Ensure(ctx, owner(job), c.configMapChild(), want)
 	return err
 }
 

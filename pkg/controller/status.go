@@ -13,6 +13,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // Condition reasons and event reasons. The MPIJob* condition reasons are the
@@ -28,7 +29,7 @@ const (
 	reasonBackoffLimitExceeded = "BackoffLimitExceeded"
 	reasonInvalidSpec          = "InvalidMPIJobSpec"
 
-	eventErrResourceExists = "ErrResourceExists"
+	eventErrResourceExists = reconcile.ReasonResourceExists
 	eventTTLExpired        = "TTLExpired"
 )
 

@@ -18,6 +18,7 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // syncHandler brings one MPIJob's children and status in line with its
@@ -36,7 +37,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	shared, err := c.jobLister.MPIJobs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		metrics.JobInfo.DeleteLabelValues(name+launcherSuffix, ns)
-		c.expectations.forget(key)
+		c.expectations.Forget(key)
 		c.statusBase.Delete(key)
 		return 0, nil
 	}
@@ -57,7 +58,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	if base, ok := c.statusBase.Load(key); ok && base == shared.ResourceVersion {
 		// The cache does not show the last status write yet; the job's
 		// update event brings it back.
-		return elastic.Sooner(requeue, expectationsTimeout), err
+		return elastic.Sooner(requeue, reconcile.ExpectationsTimeout), err
 	}
 	c.statusBase.Delete(key)
 	if statusErr := c.writeStatus(ctx, &shared.Status, job); statusErr != nil && err == nil {
@@ -134,11 +135,11 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 		// after other jobs have had their turn.
 		plan.Create = plan.Create[:maxCreatesPerSync]
 	}
-	settled := c.expectations.satisfied(jobKey(job))
+	settled := c.expectations.Satisfied(jobKey(job))
 	// A draining mark or a deletion of this controller's that the cache does
 	// not show yet could make the plan list a worker already taken out of
 	// discover_hosts.sh: the files stay as they are until it does.
-	changing := c.expectations.changing(jobKey(job))
+	changing := c.expectations.Changing(jobKey(job))
 	if !settled {
 		// The cache does not show this controller's last pod changes yet, so
 		// the plan may repeat them; the pod event that settles them brings
@@ -146,7 +147,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 		// same workers, wrote it.
 		plan.Create, plan.Drain, plan.Remove = nil, nil, nil
 		// Should that event be lost, look again once the wait has expired.
-		plan.Requeue = elastic.Sooner(plan.Requeue, expectationsTimeout)
+		plan.Requeue = elastic.Sooner(plan.Requeue, reconcile.ExpectationsTimeout)
 	}
 	if err := c.markDraining(ctx, job, plan.Drain, now); err != nil {
 		return 0, err
@@ -154,7 +155,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	// The files, the launcher's RBAC objects and the PodGroup do not
 	// depend on each other; all of them come before any new worker.
 	var cm *corev1.ConfigMap
-	err := concurrently(
+	err := reconcile.Concurrently(
 		func() (err error) {
 			if !changing {
 				cm, err = c.syncConfigMap(ctx, job, plan.Hosts, state)
@@ -211,7 +212,7 @@ func (c *MPIJobController) checkSpec(job *kubeflow.MPIJob, now metav1.Time) erro
 	case len(errs) > 0 && !started:
 		c.failJob(job, reasonInvalidSpec, fmt.Sprintf("MPIJob %s/%s is invalid: %v", job.Namespace, job.Name, errs.ToAggregate()), now)
 	case len(errs) > 0:
-		return &specError{job: jobKey(job), errs: errs}
+		return &reconcile.SpecError{Reason: reasonInvalidSpec, Job: jobKey(job), Errs: errs}
 	}
 	return nil
 }
@@ -226,7 +227,7 @@ func (c *MPIJobController) getLauncher(job *kubeflow.MPIJob) (*corev1.Pod, error
 		return nil, err
 	}
 	if !metav1.IsControlledBy(pod, job) {
-		return nil, newForeignError(job, "Pod", pod.Name)
+		return nil, reconcile.NewForeignError(owner(job), "Pod", pod.Name)
 	}
 	return pod, nil
 }

@@ -23,6 +23,7 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 func TestFirstSyncCreatesChildrenInOrder(t *testing.T) {
@@ -236,8 +237,8 @@ func TestChildNotControlledStopsSync(t *testing.T) {
 			f.jobs = append(f.jobs, job)
 			tc.setup(f)
 			_, err := f.syncErr(job)
-			if !errors.Is(err, errResourceExists) {
-				t.Fatalf("sync error = %v, want errResourceExists", err)
+			if !errors.Is(err, reconcile.ErrResourceExists) {
+				t.Fatalf("sync error = %v, want reconcile.ErrResourceExists", err)
 			}
 			f.expectKubeWrites(tc.want...)
 			events := f.events()

@@ -1,0 +1,94 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// Owner is the object whose children Ensure writes: a child is the owner's
+// when its controller reference carries the owner's UID. Kind is the
+// owner's kind, such as "MPIJob", which errors name: the metadata of an
+// object read from a typed cache does not carry it.
+type Owner struct {
+	Kind   string
+	Object metav1.Object
+}
+
+// controls tells whether obj's controller reference is the owner.
+func (o Owner) controls(obj metav1.Object) bool {
+	return metav1.IsControlledBy(obj, o.Object)
+}
+
+// Child describes how to read and write one kind of child object. Every
+// function must be set.
+type Child[T metav1.Object] struct {
+	// Kind is the child's kind, such as "ConfigMap", for errors and logs.
+	Kind string
+	// Get reads the object from a lister.
+	Get func(namespace, name string) (T, error)
+	// Fetch reads the object from the API server, for when the lister
+	// cannot see it: its informer may select by a label the object lacks.
+	Fetch  func(ctx context.Context, namespace, name string) (T, error)
+	Create func(ctx context.Context, obj T) (T, error)
+	Update func(ctx context.Context, obj T) (T, error)
+	// Merge returns cur with the parts the controller owns taken from want,
+	// and whether that differs from cur. It must not modify cur.
+	Merge func(cur, want T) (T, bool)
+}
+
+// Ensure gets or creates want, a child of owner, and, when the existing
+// object differs in what the controller owns, updates it. It returns the
+// object as created, updated or read from the cache, and want itself when
+// none could be read. An object with want's name that owner does not control is never
+// touched: Ensure returns a *ForeignError for it, also when only a create
+// that failed with AlreadyExists reveals the object, because the lister
+// cannot see it. Any other error is wrapped with the child's kind and name.
+func Ensure[T metav1.Object](ctx context.Context, owner Owner, ch Child[T], want T) (T, error) {
+	cur, err := ch.Get(want.GetNamespace(), want.GetName())
+	if apierrors.IsNotFound(err) {
+		return create(ctx, owner, ch, want)
+	}
+	if err != nil {
+		return want, fmt.Errorf("getting %s %s: %w", ch.Kind, want.GetName(), err)
+	}
+	if !owner.controls(cur) {
+		return cur, NewForeignError(owner, ch.Kind, want.GetName())
+	}
+	return update(ctx, ch, cur, want)
+}
+
+// create creates want, which the cache does not show.
+func create[T metav1.Object](ctx context.Context, owner Owner, ch Child[T], want T) (T, error) {
+	created, err := ch.Create(ctx, want)
+	if err == nil {
+		klog.FromContext(ctx).V(2).Info("Created child", "kind", ch.Kind, "name", want.GetName())
+		return created, nil
+	}
+	if apierrors.IsAlreadyExists(err) {
+		// Either the cache has yet to show the owner's own object, and the
+		// retry compares it, or the object was never the owner's and lacks
+		// the label the informer selects by.
+		if live, getErr := ch.Fetch(ctx, want.GetNamespace(), want.GetName()); getErr == nil && !owner.controls(live) {
+			return want, NewForeignError(owner, ch.Kind, want.GetName())
+		}
+	}
+	return want, fmt.Errorf("creating %s %s: %w", ch.Kind, want.GetName(), err)
+}
+
+// update writes what the controller owns of want into cur, if it differs.
+func update[T metav1.Object](ctx context.Context, ch Child[T], cur, want T) (T, error) {
+	merged, changed := ch.Merge(cur, want)
+	if !changed {
+		return cur, nil
+	}
+	updated, err := ch.Update(ctx, merged)
+	if err != nil {
+		return cur, fmt.Errorf("updating %s %s: %w", ch.Kind, want.GetName(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated child", "kind", ch.Kind, "name", want.GetName())
+	return updated, nil
+}

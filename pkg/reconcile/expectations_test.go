@@ -1,0 +1,141 @@
+package reconcile
+
+import (
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// testNow is the fixed start of every fake clock here.
+var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// annotationDrainingSince stands for an annotation a controller patches.
+const annotationDrainingSince = "mpi-operator.kubeflow.org/draining-since"
+
+func TestExpectations(t *testing.T) {
+	clk := clocktesting.NewFakeClock(testNow)
+	e := NewExpectations(clk)
+	if !e.Satisfied("ns/a") {
+		t.Fatal("a job with nothing expected is not satisfied")
+	}
+	e.ExpectCreate("ns/a", "a-worker-0")
+	e.ExpectChange("ns/a", "uid-1", ShowsDeletion)
+	if e.Satisfied("ns/a") {
+		t.Fatal("satisfied with a create and a change pending")
+	}
+	if !e.Satisfied("ns/b") {
+		t.Fatal("another job waits on ns/a's expectations")
+	}
+	if !e.Changing("ns/a") || e.Changing("ns/b") {
+		t.Fatal("changing does not tell the pending change of ns/a alone")
+	}
+	e.ObserveCreate("ns/a", "a-worker-0")
+	e.ObserveGone("ns/a", "uid-other")
+	if e.Satisfied("ns/a") {
+		t.Fatal("satisfied with a change pending")
+	}
+	e.ObserveGone("ns/a", "uid-1")
+	if !e.Satisfied("ns/a") || e.Changing("ns/a") {
+		t.Fatal("not satisfied once every change was observed")
+	}
+	e.ExpectCreate("ns/a", "a-worker-3")
+	if e.Changing("ns/a") {
+		t.Fatal("a pending create counts as a change")
+	}
+	e.Forget("ns/a")
+
+	e.ExpectCreate("ns/a", "a-worker-1")
+	e.ExpectChange("ns/a", "uid-2", ShowsDeletion)
+	clk.Step(ExpectationsTimeout + time.Second)
+	if e.Changing("ns/a") {
+		t.Fatal("a missed change event counts past the timeout")
+	}
+	if !e.Satisfied("ns/a") {
+		t.Fatal("a missed event stalls the job past the timeout")
+	}
+	e.ExpectCreate("ns/a", "a-worker-2")
+	e.Forget("ns/a")
+	if !e.Satisfied("ns/a") {
+		t.Fatal("forget left expectations behind")
+	}
+}
+
+// TestExpectationsWaitRestarts: every new expectation restarts the job's
+// wait, so the timeout runs from the latest change.
+func TestExpectationsWaitRestarts(t *testing.T) {
+	clk := clocktesting.NewFakeClock(testNow)
+	e := NewExpectations(clk)
+	e.ExpectChange("ns/a", "uid-1", ShowsDeletion)
+	clk.Step(ExpectationsTimeout)
+	e.ExpectCreate("ns/a", "a-worker-1")
+	clk.Step(ExpectationsTimeout)
+	if e.Satisfied("ns/a") || !e.Changing("ns/a") {
+		t.Fatal("the wait did not restart with the latest expectation")
+	}
+	clk.Step(time.Second)
+	if !e.Satisfied("ns/a") {
+		t.Fatal("not satisfied past the timeout of the latest expectation")
+	}
+}
+
+// TestOldStateSettlesNothing: an update event that left before the
+// controller's change (a status update of the kubelet, say) shows the pod
+// without it; only a state that includes the change settles it.
+func TestOldStateSettlesNothing(t *testing.T) {
+	e := NewExpectations(clocktesting.NewFakeClock(testNow))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-worker-1", UID: "uid-1"}}
+	e.ExpectChange("ns/a", pod.UID, ShowsAnnotation(annotationDrainingSince, "t1"))
+	e.Observe("ns/a", pod)
+	if e.Satisfied("ns/a") {
+		t.Fatal("a state without the annotation settled the expected patch")
+	}
+	other := pod.DeepCopy()
+	other.Annotations = map[string]string{annotationDrainingSince: "t0"}
+	e.Observe("ns/a", other)
+	if e.Satisfied("ns/a") {
+		t.Fatal("a state with another value settled the expected patch")
+	}
+	patched := pod.DeepCopy()
+	patched.Annotations = map[string]string{annotationDrainingSince: "t1"}
+	e.Observe("ns/a", patched)
+	if !e.Satisfied("ns/a") {
+		t.Fatal("the patched state did not settle the expectation")
+	}
+
+	e.ExpectChange("ns/a", pod.UID, ShowsDeletion)
+	e.Observe("ns/a", patched)
+	if e.Satisfied("ns/a") {
+		t.Fatal("a state that is not terminating settled the expected deletion")
+	}
+	terminating := patched.DeepCopy()
+	terminating.DeletionTimestamp = &metav1.Time{Time: testNow}
+	e.Observe("ns/a", terminating)
+	if !e.Satisfied("ns/a") {
+		t.Fatal("the terminating state did not settle the expected deletion")
+	}
+}
+
+// TestExpectationsOfAnyObject: the expectations hold any object with
+// metadata, such as a launcher's batch Job, told apart by UID from the
+// job's pods.
+func TestExpectationsOfAnyObject(t *testing.T) {
+	e := NewExpectations(clocktesting.NewFakeClock(testNow))
+	launcher := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "a-launcher", UID: "uid-launcher"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-launcher-xyz", UID: "uid-pod"}}
+	e.ExpectChange("ns/a", launcher.UID, ShowsDeletion)
+	e.ExpectChange("ns/a", pod.UID, ShowsDeletion)
+	gone := launcher.DeepCopy()
+	gone.DeletionTimestamp = &metav1.Time{Time: testNow}
+	e.Observe("ns/a", gone)
+	if !e.Changing("ns/a") {
+		t.Fatal("the launcher's deletion settled the pod's too")
+	}
+	e.ObserveGone("ns/a", pod.UID)
+	if !e.Satisfied("ns/a") {
+		t.Fatal("not satisfied once both deletions were observed")
+	}
+}
