@@ -1,0 +1,378 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	schedclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	schedlisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	volcanolisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
+
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
+	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
+	clientset "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned"
+	mpischeme "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned/scheme"
+	listers "github.com/kubeflow/mpi-operator/v2/pkg/client/listers/kubeflow/v2beta1"
+)
+
+const controllerName = "mpi-job-controller"
+
+// MPIJobController reconciles v2beta1 MPIJobs into their Service, SSH
+// Secret, ConfigMap, PodGroup, worker pods and launcher Job.
+type MPIJobController struct {
+	kube         kubernetes.Interface
+	mpi          clientset.Interface
+	volcano      volcanoclient.Interface
+	schedPlugins schedclient.Interface
+	cfg          Config
+	gang         gangScheduler
+
+	jobLister      listers.MPIJobLister
+	podLister      corelisters.PodLister
+	podIndexer     cache.Indexer // pods by byControllerUID
+	serviceLister  corelisters.ServiceLister
+	configMaps     corelisters.ConfigMapLister
+	secretLister   corelisters.SecretLister
+	launcherLister batchlisters.JobLister
+	sliceIndexer   cache.Indexer // EndpointSlices by byServiceName
+	// otherPods are the pods the operator does not label, metadata only.
+	otherPods         cache.GenericLister
+	volcanoGroups     volcanolisters.PodGroupLister // nil unless volcano gangs
+	schedPluginGroups schedlisters.PodGroupLister   // nil unless scheduler-plugins gangs
+	synced            []cache.InformerSynced
+
+	queue        workqueue.TypedRateLimitingInterface[string]
+	recorder     record.EventRecorder
+	clock        clock.Clock
+	expectations *reconcile.Expectations
+	health       *reconcile.Health
+
+	// written remembers the controller's last status write of each job.
+	written statusWrites
+}
+
+// NewMPIJobController wires a controller to the informers in inf. volcano
+// and schedPlugins may be nil unless cfg's gang scheduler needs them. Events
+// go to the API server through a broadcaster that stops with ctx.
+func NewMPIJobController(ctx context.Context, kube kubernetes.Interface, mpi clientset.Interface,
+	volcano volcanoclient.Interface, schedPlugins schedclient.Interface, inf *Informers, cfg Config) *MPIJobController {
+	utilruntime.Must(mpischeme.AddToScheme(scheme.Scheme))
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(4)
+	events := cfg.EventClient
+	if events == nil {
+		events = kube
+	}
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerName})
+	return newController(ctx, kube, mpi, volcano, schedPlugins, inf, cfg, recorder, clock.RealClock{})
+}
+
+func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset.Interface,
+	volcano volcanoclient.Interface, schedPlugins schedclient.Interface, inf *Informers, cfg Config,
+	recorder record.EventRecorder, clk clock.Clock) *MPIJobController {
+	logger := klog.FromContext(ctx)
+	jobs := inf.jobs.Kubeflow().V2beta1().MPIJobs()
+	pods := inf.pods.Core().V1().Pods()
+	services := inf.labelled.Core().V1().Services()
+	cms := inf.labelled.Core().V1().ConfigMaps()
+	secrets := inf.labelled.Core().V1().Secrets()
+	launchers := inf.labelled.Batch().V1().Jobs()
+	slices := inf.labelled.Discovery().V1().EndpointSlices()
+	others := inf.otherPodsInformer()
+
+	// Only a started informer refuses an indexer; these are not started.
+	utilruntime.Must(pods.Informer().AddIndexers(cache.Indexers{byControllerUID: controllerUID}))
+	utilruntime.Must(slices.Informer().AddIndexers(cache.Indexers{byServiceName: sliceServiceName}))
+	c := &MPIJobController{
+		kube:           kube,
+		mpi:            mpi,
+		volcano:        volcano,
+		schedPlugins:   schedPlugins,
+		cfg:            cfg,
+		gang:           cfg.gang(),
+		jobLister:      jobs.Lister(),
+		podLister:      pods.Lister(),
+		podIndexer:     pods.Informer().GetIndexer(),
+		serviceLister:  services.Lister(),
+		configMaps:     cms.Lister(),
+		secretLister:   secrets.Lister(),
+		launcherLister: launchers.Lister(),
+		sliceIndexer:   slices.Informer().GetIndexer(),
+		otherPods:      others.Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs"}),
+		recorder:     recorder,
+		clock:        clk,
+		expectations: reconcile.NewExpectations(clk),
+	}
+	c.health = reconcile.NewHealth(clk, c.queue.Len)
+
+	// everyEvent handles adds, updates and deletes alike.
+	everyEvent := func(handle func(any)) cache.ResourceEventHandler {
+		return cache.ResourceEventHandlerFuncs{AddFunc: handle, UpdateFunc: func(_, obj any) { handle(obj) }, DeleteFunc: handle}
+	}
+	handlers := map[cache.SharedIndexInformer]cache.ResourceEventHandler{
+		jobs.Informer(): everyEvent(c.enqueueJob),
+		pods.Informer(): cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.handlePod,
+			UpdateFunc: func(_, obj any) { c.handlePod(obj) },
+			DeleteFunc: c.handlePodGone,
+		},
+		// A pod that holds a worker's name matters when it comes and when
+		// it goes: the worker may be created then.
+		others.Informer():    cache.ResourceEventHandlerFuncs{AddFunc: c.handleOtherPod, DeleteFunc: c.handleOtherPod},
+		services.Informer():  everyEvent(c.handleOwned),
+		cms.Informer():       everyEvent(c.handleOwned),
+		secrets.Informer():   everyEvent(c.handleOwned),
+		launchers.Informer(): everyEvent(c.handleOwned),
+		slices.Informer():    everyEvent(c.handleSlice),
+	}
+	if inf.volcano != nil {
+		groups := inf.volcano.Scheduling().V1beta1().PodGroups()
+		c.volcanoGroups = groups.Lister()
+		handlers[groups.Informer()] = everyEvent(c.handleOwned)
+	}
+	if inf.schedPlugins != nil {
+		groups := inf.schedPlugins.Scheduling().V1alpha1().PodGroups()
+		c.schedPluginGroups = groups.Lister()
+		handlers[groups.Informer()] = everyEvent(c.handleOwned)
+	}
+	for informer, h := range handlers {
+		reg, err := informer.AddEventHandler(h)
+		if err != nil {
+			// Only a stopped informer refuses a handler; these have not
+			// started.
+			logger.Error(err, "Registering an event handler")
+			continue
+		}
+		// Run waits until every handler has seen its informer's first list.
+		c.synced = append(c.synced, reg.HasSynced)
+	}
+	return c
+}
+
+// Run waits for the caches, then runs threadiness workers until ctx is
+// done, and returns once they have stopped.
+func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	c.health.Starting(threadiness)
+	if err := c.waitForCaches(ctx); err != nil {
+		c.queue.ShutDown()
+		return err
+	}
+	c.health.CachesSynced()
+	workers := c.startWorkers(ctx, threadiness)
+	<-ctx.Done()
+	klog.FromContext(ctx).Info("Stopping the workers")
+	c.queue.ShutDown()
+	workers.Wait()
+	return nil
+}
+
+// Healthy returns nil unless the controller is stuck, and otherwise a
+// one-line reason; /healthz serves it, so that a liveness probe restarts a
+// stuck operator.
+func (c *MPIJobController) Healthy() error {
+	return c.health.Healthy(c.clock.Now())
+}
+
+func (c *MPIJobController) waitForCaches(ctx context.Context) error {
+	klog.FromContext(ctx).Info("Waiting for the informer caches")
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return errors.New("the informer caches did not sync before the stop")
+	}
+	return nil
+}
+
+// startWorkers starts n goroutines that take jobs from the queue.
+func (c *MPIJobController) startWorkers(ctx context.Context, n int) *sync.WaitGroup {
+	klog.FromContext(ctx).Info("Starting the workers", "count", n)
+	wg := &sync.WaitGroup{}
+	for range n {
+		wg.Go(func() {
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for c.processNext(ctx) {
+				}
+			}, time.Second)
+		})
+	}
+	return wg
+}
+
+// processNext syncs the next job of the queue; false once the queue shuts
+// down.
+func (c *MPIJobController) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	slot := c.health.SyncStarted()
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("mpijob", key))
+	requeue, err := c.syncHandler(ctx, key)
+	c.health.SyncFinished(slot)
+	c.settle(ctx, key, requeue, err)
+	return true
+}
+
+// settle puts key back in the queue as the outcome of its sync asks: after
+// requeue when it went through, with backoff when it failed, not at all
+// when only an edit of the job can help or the controller is stopping.
+func (c *MPIJobController) settle(ctx context.Context, key string, requeue time.Duration, err error) {
+	logger := klog.FromContext(ctx)
+	if err == nil {
+		c.queue.Forget(key)
+		if requeue > 0 {
+			c.queue.AddAfter(key, requeue)
+		}
+		return
+	}
+	var spec *reconcile.SpecError
+	switch {
+	case ctx.Err() != nil:
+		// The next leader starts from the cluster as it is.
+		logger.V(2).Info("Sync cut short by the stop", "err", err)
+		return
+	case errors.As(err, &spec):
+		// The edit that cures it brings the job back.
+		logger.V(2).Info("Holding the job until its spec is valid", "err", err)
+		c.queue.Forget(key)
+		return
+	case apierrors.IsConflict(err):
+		logger.V(4).Info("Retrying after a conflict", "err", err)
+	case reconcile.IsBlocked(err):
+		logger.V(2).Info("Blocked; retrying with backoff", "err", err)
+	default:
+		logger.Error(err, "Syncing the MPIJob failed; retrying")
+	}
+	c.queue.AddRateLimited(key)
+}
+
+// enqueueJob enqueues the MPIJob of an event.
+func (c *MPIJobController) enqueueJob(obj any) {
+	if m, ok := untombstone(obj).(metav1.Object); ok {
+		c.queue.Add(m.GetNamespace() + "/" + m.GetName())
+	}
+}
+
+// untombstone returns the object a deletion event is about.
+func untombstone(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+// jobOf returns the key of the MPIJob that controls obj, if one does.
+func jobOf(obj any) (string, bool) {
+	m, ok := untombstone(obj).(metav1.Object)
+	if !ok {
+		return "", false
+	}
+	ref := metav1.GetControllerOfNoCopy(m)
+	if ref == nil || ref.Kind != v2beta1.Kind || !strings.HasPrefix(ref.APIVersion, v2beta1.GroupName+"/") {
+		return "", false
+	}
+	return m.GetNamespace() + "/" + ref.Name, true
+}
+
+// handleOwned enqueues the MPIJob that controls a child that is not a pod.
+func (c *MPIJobController) handleOwned(obj any) {
+	if key, ok := jobOf(obj); ok {
+		c.queue.Add(key)
+	}
+}
+
+// podJob is the key of the job a labelled pod belongs to: a worker's
+// controller, or the job its launcher Job's pods name in their job-name
+// label.
+func podJob(pod *corev1.Pod) (string, bool) {
+	if key, ok := jobOf(pod); ok {
+		return key, true
+	}
+	if name := pod.Labels[labelJobName]; name != "" && pod.Labels[labelJobRole] == roleLauncher {
+		return pod.Namespace + "/" + name, true
+	}
+	return "", false
+}
+
+func (c *MPIJobController) handlePod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if key, ok := podJob(pod); ok {
+		c.expectations.ObserveCreate(key, pod.Name)
+		c.expectations.Observe(key, pod)
+		c.queue.Add(key)
+	}
+}
+
+func (c *MPIJobController) handlePodGone(obj any) {
+	pod, ok := untombstone(obj).(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if key, ok := podJob(pod); ok {
+		c.expectations.ObserveCreate(key, pod.Name)
+		c.expectations.ObserveGone(key, pod.UID)
+		c.queue.Add(key)
+	}
+}
+
+// handleSlice enqueues the job whose Service an EndpointSlice belongs to:
+// the EndpointSlice controller copies the Service's labels, app=<job>
+// among them, to its slices.
+func (c *MPIJobController) handleSlice(obj any) {
+	s, ok := untombstone(obj).(*discoveryv1.EndpointSlice)
+	if !ok {
+		return
+	}
+	c.enqueueIfJob(s.Namespace, s.Labels[labelApp])
+}
+
+// handleOtherPod enqueues the job whose worker name a pod the operator does
+// not label takes or frees.
+func (c *MPIJobController) handleOtherPod(obj any) {
+	m, ok := untombstone(obj).(metav1.Object)
+	if !ok {
+		return
+	}
+	if job, ok := jobOfWorkerName(m.GetName()); ok {
+		c.enqueueIfJob(m.GetNamespace(), job)
+	}
+}
+
+// enqueueIfJob enqueues namespace/name if such an MPIJob exists.
+func (c *MPIJobController) enqueueIfJob(namespace, name string) {
+	if name == "" {
+		return
+	}
+	if _, err := c.jobLister.MPIJobs(namespace).Get(name); err == nil {
+		c.queue.Add(namespace + "/" + name)
+	}
+}
+
+func jobKey(job *v2beta1.MPIJob) string { return job.Namespace + "/" + job.Name }

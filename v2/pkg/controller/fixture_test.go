@@ -1,0 +1,643 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	schedclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	schedtyped "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/typed/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	volcanotyped "volcano.sh/apis/pkg/client/clientset/versioned/typed/scheduling/v1beta1"
+
+	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
+	mpifake "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned/fake"
+)
+
+// asServed compares a built object with one the fake clientset served,
+// which carries its kind and field managers.
+var asServed = cmp.Options{
+	cmpopts.IgnoreTypes(metav1.TypeMeta{}),
+	cmpopts.IgnoreFields(metav1.ObjectMeta{}, "ManagedFields"),
+}
+
+// Options of the fixture's own requests.
+var (
+	metaGet    = metav1.GetOptions{}
+	metaUpdate = metav1.UpdateOptions{}
+	metaDelete = metav1.DeleteOptions{}
+)
+
+func typesUID(s string) types.UID { return types.UID(s) }
+
+// testNow is the time of every sync test, until a test moves the clock.
+var testNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+const testKey = "ns/job"
+
+// fixture runs the sync handler on fake clientsets. The informers never
+// list or watch: refresh fills their caches from what the clientsets hold,
+// and tells the controller of pod changes as the informers' events would,
+// so that a test can play a cluster through several syncs.
+type fixture struct {
+	t   *testing.T
+	ctx context.Context
+	cfg Config
+
+	kube     *k8sfake.Clientset
+	mpi      *mpifake.Clientset
+	groups   *fakeGroups
+	inf      *Informers
+	c        *MPIJobController
+	recorder *record.FakeRecorder
+	clock    *clocktesting.FakeClock
+
+	// version numbers the objects' resourceVersions, which the fake
+	// clientsets leave alone.
+	version int
+	cached  map[types.UID]*corev1.Pod
+}
+
+func newFixture(t *testing.T) *fixture {
+	_, ctx := ktesting.NewTestContext(t)
+	return &fixture{t: t, ctx: ctx, cfg: Config{RefreshLauncher: true}, clock: clocktesting.NewFakeClock(testNow)}
+}
+
+// start makes the controller on objs: MPIJobs, kube objects and PodGroups.
+func (f *fixture) start(objs ...runtime.Object) *fixture {
+	f.t.Helper()
+	var kubeObjs, mpiObjs []runtime.Object
+	f.groups = &fakeGroups{volcano: map[string]*volcanov1beta1.PodGroup{}, sched: map[string]*schedv1alpha1.PodGroup{}}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *v2beta1.MPIJob:
+			mpiObjs = append(mpiObjs, o)
+		case *volcanov1beta1.PodGroup:
+			f.groups.volcano[o.Name] = o
+		case *schedv1alpha1.PodGroup:
+			f.groups.sched[o.Name] = o
+		default:
+			kubeObjs = append(kubeObjs, o)
+		}
+	}
+	f.kube = k8sfake.NewClientset(kubeObjs...)
+	f.mpi = mpifake.NewSimpleClientset(mpiObjs...)
+	f.recorder = record.NewFakeRecorder(1000)
+	meta := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+	volcano := newFakeVolcano(f.groups)
+	sched := newFakeSched(f.groups)
+	f.inf = NewInformers(f.kube, meta, f.mpi, volcano, sched, f.cfg)
+	f.c = newController(f.ctx, f.kube, f.mpi, volcano, sched, f.inf, f.cfg, f.recorder, f.clock)
+	f.cached = map[types.UID]*corev1.Pod{}
+	f.refresh()
+	return f
+}
+
+// refresh shows the caches what the clientsets hold, gives new objects a
+// UID and every MPIJob a new resourceVersion, as the API server would, and
+// forgets the requests so far.
+func (f *fixture) refresh() {
+	f.t.Helper()
+	f.version++
+	jobs, err := f.mpi.KubeflowV2beta1().MPIJobs("").List(f.ctx, metav1.ListOptions{})
+	must(f.t, err)
+	var jobObjs []any
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		j.ResourceVersion = strconv.Itoa(f.version)
+		_, err := f.mpi.KubeflowV2beta1().MPIJobs(j.Namespace).Update(f.ctx, j, metav1.UpdateOptions{})
+		must(f.t, err)
+		jobObjs = append(jobObjs, j)
+	}
+	replace(f.t, f.inf.jobs.Kubeflow().V2beta1().MPIJobs().Informer(), jobObjs)
+	f.refreshKube()
+	var groups []any
+	for _, g := range f.groups.volcano {
+		groups = append(groups, g)
+	}
+	if f.inf.volcano != nil {
+		replace(f.t, f.inf.volcano.Scheduling().V1beta1().PodGroups().Informer(), groups)
+	}
+	groups = nil
+	for _, g := range f.groups.sched {
+		groups = append(groups, g)
+	}
+	if f.inf.schedPlugins != nil {
+		replace(f.t, f.inf.schedPlugins.Scheduling().V1alpha1().PodGroups().Informer(), groups)
+	}
+	f.kube.ClearActions()
+	f.mpi.ClearActions()
+	f.groups.writes = nil
+}
+
+// refreshKube fills the caches of kube objects, with UIDs, and delivers
+// the pod events.
+func (f *fixture) refreshKube() {
+	f.t.Helper()
+	labelled := func(list runtime.Object, informer cache.SharedIndexInformer) {
+		items, err := meta.ExtractList(list)
+		must(f.t, err)
+		var objs []any
+		for _, o := range items {
+			f.giveUID(o)
+			if m, _ := meta.Accessor(o); m.GetLabels()[labelApp] != "" {
+				objs = append(objs, o) // the informer selects by the label
+			}
+		}
+		replace(f.t, informer, objs)
+	}
+	lab := f.inf.labelled
+	for gv, informer := range map[schema.GroupVersionKind]cache.SharedIndexInformer{
+		corev1.SchemeGroupVersion.WithKind("Service"):            lab.Core().V1().Services().Informer(),
+		corev1.SchemeGroupVersion.WithKind("ConfigMap"):          lab.Core().V1().ConfigMaps().Informer(),
+		corev1.SchemeGroupVersion.WithKind("Secret"):             lab.Core().V1().Secrets().Informer(),
+		batchv1.SchemeGroupVersion.WithKind("Job"):               lab.Batch().V1().Jobs().Informer(),
+		discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"): lab.Discovery().V1().EndpointSlices().Informer(),
+	} {
+		gvr, _ := meta.UnsafeGuessKindToResource(gv)
+		list, err := f.kube.Tracker().List(gvr, gv, "")
+		must(f.t, err)
+		labelled(list, informer)
+	}
+	f.refreshPods()
+}
+
+// refreshPods fills the pod cache and delivers the events a pod informer
+// would.
+func (f *fixture) refreshPods() {
+	pods, err := f.kube.CoreV1().Pods("").List(f.ctx, metav1.ListOptions{})
+	must(f.t, err)
+	var objs, others []any
+	now := map[types.UID]*corev1.Pod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		f.giveUID(p)
+		if p.Labels[labelOperatorName] != operatorName {
+			others = append(others, &metav1.PartialObjectMetadata{ObjectMeta: p.ObjectMeta})
+			continue
+		}
+		objs = append(objs, p)
+		now[p.UID] = p
+	}
+	replace(f.t, f.inf.pods.Core().V1().Pods().Informer(), objs)
+	replace(f.t, f.inf.otherPodsInformer().Informer(), others)
+	for uid, p := range f.cached {
+		if now[uid] == nil {
+			f.c.handlePodGone(p)
+		}
+	}
+	for _, p := range now {
+		f.c.handlePod(p)
+	}
+	f.cached = now
+}
+
+// giveUID gives an object the clientsets created a UID, as the API server
+// would, and writes it back.
+func (f *fixture) giveUID(obj runtime.Object) {
+	m, err := meta.Accessor(obj)
+	must(f.t, err)
+	if m.GetUID() != "" {
+		return
+	}
+	m.SetUID(types.UID(m.GetName() + "-uid"))
+	var gvr schema.GroupVersionResource
+	switch obj.(type) {
+	case *corev1.Pod:
+		gvr = corev1.SchemeGroupVersion.WithResource("pods")
+	case *corev1.Service:
+		gvr = corev1.SchemeGroupVersion.WithResource("services")
+	case *corev1.ConfigMap:
+		gvr = corev1.SchemeGroupVersion.WithResource("configmaps")
+	case *corev1.Secret:
+		gvr = corev1.SchemeGroupVersion.WithResource("secrets")
+	case *batchv1.Job:
+		gvr = batchv1.SchemeGroupVersion.WithResource("jobs")
+	case *discoveryv1.EndpointSlice:
+		gvr = discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
+	default:
+		f.t.Fatalf("no resource for %T", obj)
+	}
+	must(f.t, f.kube.Tracker().Update(gvr, obj, m.GetNamespace()))
+}
+
+func replace(t *testing.T, informer cache.SharedIndexInformer, objs []any) {
+	t.Helper()
+	must(t, informer.GetIndexer().Replace(objs, ""))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sync runs one sync of the test job and fails the test on an error.
+func (f *fixture) sync() time.Duration {
+	f.t.Helper()
+	d, err := f.syncErr()
+	if err != nil {
+		f.t.Fatalf("sync: %v", err)
+	}
+	return d
+}
+
+func (f *fixture) syncErr() (time.Duration, error) {
+	f.t.Helper()
+	return f.c.syncHandler(f.ctx, testKey)
+}
+
+// step refreshes the caches, then syncs.
+func (f *fixture) step() time.Duration {
+	f.t.Helper()
+	f.refresh()
+	return f.sync()
+}
+
+// action is the part of a write request that tests check.
+type action struct{ verb, resource, sub, name string }
+
+func (a action) String() string {
+	s := a.verb + " " + a.resource
+	if a.sub != "" {
+		s += "/" + a.sub
+	}
+	return s + " " + a.name
+}
+
+func create(resource, name string) action {
+	return action{verb: "create", resource: resource, name: name}
+}
+func update(resource, name string) action {
+	return action{verb: "update", resource: resource, name: name}
+}
+func patchPod(name string) action      { return action{verb: "patch", resource: "pods", name: name} }
+func del(resource, name string) action { return action{verb: "delete", resource: resource, name: name} }
+func statusUpdate() action {
+	return action{verb: "update", resource: "mpijobs", sub: "status", name: "job"}
+}
+
+// writes are the mutating requests the kube and MPIJob clientsets
+// received since the last refresh, in order; f.groups.writes has the
+// PodGroups'.
+func (f *fixture) writes() []action {
+	var out []action
+	for _, a := range f.kube.Actions() {
+		if w, ok := toAction(a); ok {
+			out = append(out, w)
+		}
+	}
+	for _, a := range f.mpi.Actions() {
+		if w, ok := toAction(a); ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func toAction(a core.Action) (action, bool) {
+	w := action{verb: a.GetVerb(), resource: a.GetResource().Resource, sub: a.GetSubresource()}
+	switch a := a.(type) {
+	case core.CreateAction: // updates too
+		m, _ := meta.Accessor(a.GetObject())
+		w.name = m.GetName()
+	case core.DeleteAction:
+		w.name = a.GetName()
+	case core.PatchAction:
+		w.name = a.GetName()
+	default:
+		return w, false
+	}
+	return w, true
+}
+
+// expectWrites checks the writes since the last refresh. Runs of writes
+// that the controller sends in parallel (one verb on one resource) are
+// compared in name order.
+func (f *fixture) expectWrites(want ...action) {
+	f.t.Helper()
+	if diff := cmp.Diff(inRuns(want), inRuns(f.writes()), cmp.AllowUnexported(action{})); diff != "" {
+		f.t.Errorf("writes (-want +got):\n%s", diff)
+	}
+}
+
+func inRuns(actions []action) []string {
+	out := make([]string, len(actions))
+	for i, a := range actions {
+		out[i] = a.String()
+	}
+	// The Service, the Secret and the PodGroup are written in parallel.
+	run := func(s string) string {
+		r := s[:strings.LastIndex(s, " ")]
+		switch r {
+		case "create services", "create secrets", "update services":
+			return "children"
+		}
+		return r
+	}
+	for start := 0; start < len(out); {
+		end := start + 1
+		for end < len(out) && run(out[end]) == run(out[start]) {
+			end++
+		}
+		slices.Sort(out[start:end])
+		start = end
+	}
+	return out
+}
+
+// status is the test job's status as the clientset holds it.
+func (f *fixture) status() v2beta1.JobStatus {
+	f.t.Helper()
+	j, err := f.mpi.KubeflowV2beta1().MPIJobs("ns").Get(f.ctx, "job", metav1.GetOptions{})
+	must(f.t, err)
+	return j.Status
+}
+
+// condition is the test job's condition of type t, "" when it has none,
+// else "<status> <reason>".
+func (f *fixture) condition(t v2beta1.JobConditionType) string {
+	st := f.status()
+	if c := findCondition(&st, t); c != nil {
+		return string(c.Status) + " " + c.Reason
+	}
+	return ""
+}
+
+// events are the events recorded since the last call, "Type Reason Message".
+func (f *fixture) events() []string {
+	out := make([]string, 0, len(f.recorder.Events))
+	for range len(f.recorder.Events) {
+		out = append(out, <-f.recorder.Events)
+	}
+	return out
+}
+
+// hasEvent tells whether one of events starts with prefix.
+func hasEvent(events []string, prefix string) bool {
+	return slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, prefix) })
+}
+
+// pod returns the pod of that name from the clientset; nil if none.
+func (f *fixture) pod(name string) *corev1.Pod {
+	p, err := f.kube.CoreV1().Pods("ns").Get(f.ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	must(f.t, err)
+	return p
+}
+
+// podNames are the names of the pods the clientset holds, sorted.
+func (f *fixture) podNames() []string {
+	pods, err := f.kube.CoreV1().Pods("ns").List(f.ctx, metav1.ListOptions{})
+	must(f.t, err)
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// setPhase plays the kubelet: the pods run (Ready too), or end.
+func (f *fixture) setPhase(phase corev1.PodPhase, names ...string) {
+	f.t.Helper()
+	for _, n := range names {
+		p := f.pod(n)
+		if p == nil {
+			f.t.Fatalf("no pod %s", n)
+		}
+		p.Status.Phase = phase
+		p.Status.Conditions = nil
+		if phase == corev1.PodRunning {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		_, err := f.kube.CoreV1().Pods("ns").UpdateStatus(f.ctx, p, metav1.UpdateOptions{})
+		must(f.t, err)
+	}
+}
+
+// files are the test job's files as the clientset holds them.
+func (f *fixture) files() (hostfile, discover string) {
+	f.t.Helper()
+	cm, err := f.kube.CoreV1().ConfigMaps("ns").Get(f.ctx, "job-config", metav1.GetOptions{})
+	must(f.t, err)
+	return cm.Data[hostfileKey], cm.Data[discoverHostsKey]
+}
+
+// script is discover_hosts.sh listing the given workers of the test job.
+func script(workers ...string) string {
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n")
+	for _, w := range workers {
+		fmt.Fprintf(&b, "echo %s.job.ns.svc\n", w)
+	}
+	return b.String()
+}
+
+// publish plays the EndpointSlice controller for the Service svc: its
+// slice names the given pods, which then resolve.
+func (f *fixture) publish(svc string, names ...string) {
+	f.t.Helper()
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: svc + "-slice", Namespace: "ns",
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc, labelApp: "job"},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	for i, n := range names {
+		p := f.pod(n)
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
+			Addresses: []string{fmt.Sprintf("10.0.0.%d", i+1)},
+			Hostname:  ptr(n),
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: n, UID: p.UID},
+		})
+	}
+	slices := f.kube.DiscoveryV1().EndpointSlices("ns")
+	if _, err := slices.Update(f.ctx, slice, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
+		_, err = slices.Create(f.ctx, slice, metav1.CreateOptions{})
+		must(f.t, err)
+	} else {
+		must(f.t, err)
+	}
+}
+
+// launcherJob is the test job's launcher Job from the clientset.
+func (f *fixture) launcherJob() *batchv1.Job {
+	f.t.Helper()
+	lj, err := f.kube.BatchV1().Jobs("ns").Get(f.ctx, "job-launcher", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	must(f.t, err)
+	return lj
+}
+
+// setLauncherStatus plays the Job controller.
+func (f *fixture) setLauncherStatus(status batchv1.JobStatus) {
+	f.t.Helper()
+	lj := f.launcherJob()
+	lj.Status = status
+	_, err := f.kube.BatchV1().Jobs("ns").UpdateStatus(f.ctx, lj, metav1.UpdateOptions{})
+	must(f.t, err)
+}
+
+// runLauncherPod plays the Job controller and the kubelet: a pod of the
+// launcher Job runs.
+func (f *fixture) runLauncherPod() {
+	f.t.Helper()
+	lj := f.launcherJob()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "job-launcher-abcde", Namespace: "ns", UID: "job-launcher-abcde-uid",
+			Labels:          lj.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(lj, batchv1.SchemeGroupVersion.WithKind("Job"))},
+		},
+		Spec:   lj.Spec.Template.Spec,
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	_, err := f.kube.CoreV1().Pods("ns").Create(f.ctx, pod, metav1.CreateOptions{})
+	must(f.t, err)
+	f.setLauncherStatus(batchv1.JobStatus{Active: 1})
+}
+
+// updateJob changes the test job as a user or Kueue would.
+func (f *fixture) updateJob(change func(*v2beta1.MPIJob)) {
+	f.t.Helper()
+	j, err := f.mpi.KubeflowV2beta1().MPIJobs("ns").Get(f.ctx, "job", metav1.GetOptions{})
+	must(f.t, err)
+	change(j)
+	_, err = f.mpi.KubeflowV2beta1().MPIJobs("ns").Update(f.ctx, j, metav1.UpdateOptions{})
+	must(f.t, err)
+}
+
+// storedJob is a job as a client creates it: without defaults, as the
+// builders' tests' newTestJob makes it but for them.
+func storedJob(workers int32, modify ...func(*v2beta1.MPIJob)) *v2beta1.MPIJob {
+	job := newTestJob(workers)
+	job.Spec = v2beta1.MPIJobSpec{MPIReplicaSpecs: job.Spec.MPIReplicaSpecs}
+	job.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeLauncher].Replicas = nil
+	job.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeLauncher].RestartPolicy = ""
+	job.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].RestartPolicy = ""
+	for _, m := range modify {
+		m(job)
+	}
+	return job
+}
+
+func withElastic(minReplicas, maxReplicas int32) func(*v2beta1.MPIJob) {
+	return func(j *v2beta1.MPIJob) {
+		j.Spec.ElasticPolicy = &v2beta1.ElasticPolicy{MinReplicas: ptr(minReplicas), MaxReplicas: ptr(maxReplicas)}
+	}
+}
+
+// fakeGroups stands in for the PodGroups of both gang schedulers, whose
+// own fake clientsets do not build against this client-go.
+type fakeGroups struct {
+	volcano map[string]*volcanov1beta1.PodGroup
+	sched   map[string]*schedv1alpha1.PodGroup
+	writes  []action
+}
+
+// groupClient carries out the writes of one gang scheduler's PodGroups on
+// its map of fakeGroups.
+type groupClient[T metav1.Object] struct {
+	f     *fakeGroups
+	store map[string]T
+}
+
+func (g groupClient[T]) write(verb string, obj T) (T, error) {
+	g.f.writes = append(g.f.writes, action{verb: verb, resource: "podgroups", name: obj.GetName()})
+	if _, exists := g.store[obj.GetName()]; exists == (verb == "create") {
+		var zero T
+		gr := schema.GroupResource{Resource: "podgroups"}
+		if exists {
+			return zero, apierrors.NewAlreadyExists(gr, obj.GetName())
+		}
+		return zero, apierrors.NewNotFound(gr, obj.GetName())
+	}
+	g.store[obj.GetName()] = obj
+	return obj, nil
+}
+
+func (g groupClient[T]) Create(_ context.Context, obj T, _ metav1.CreateOptions) (T, error) {
+	return g.write("create", obj)
+}
+
+func (g groupClient[T]) Update(_ context.Context, obj T, _ metav1.UpdateOptions) (T, error) {
+	return g.write("update", obj)
+}
+
+func (g groupClient[T]) Get(_ context.Context, name string, _ metav1.GetOptions) (T, error) {
+	if obj, ok := g.store[name]; ok {
+		return obj, nil
+	}
+	var zero T
+	return zero, apierrors.NewNotFound(schema.GroupResource{Resource: "podgroups"}, name)
+}
+
+func (g groupClient[T]) Delete(_ context.Context, name string, _ metav1.DeleteOptions) error {
+	g.f.writes = append(g.f.writes, del("podgroups", name))
+	delete(g.store, name)
+	return nil
+}
+
+// The clients of the two gang schedulers: a groupClient for what the
+// controller calls, a nil interface one level down for the rest.
+type (
+	volcanoRest struct{ volcanotyped.PodGroupInterface }
+	fakeVolcano struct {
+		volcanoclient.Interface
+		volcanotyped.SchedulingV1beta1Interface
+		groupClient[*volcanov1beta1.PodGroup]
+		volcanoRest
+	}
+	schedRest struct{ schedtyped.PodGroupInterface }
+	fakeSched struct {
+		schedclient.Interface
+		schedtyped.SchedulingV1alpha1Interface
+		groupClient[*schedv1alpha1.PodGroup]
+		schedRest
+	}
+)
+
+func newFakeVolcano(f *fakeGroups) *fakeVolcano {
+	return &fakeVolcano{groupClient: groupClient[*volcanov1beta1.PodGroup]{f: f, store: f.volcano}}
+}
+
+func (v *fakeVolcano) SchedulingV1beta1() volcanotyped.SchedulingV1beta1Interface { return v }
+func (v *fakeVolcano) PodGroups(string) volcanotyped.PodGroupInterface            { return v }
+
+func newFakeSched(f *fakeGroups) *fakeSched {
+	return &fakeSched{groupClient: groupClient[*schedv1alpha1.PodGroup]{f: f, store: f.sched}}
+}
+
+func (s *fakeSched) SchedulingV1alpha1() schedtyped.SchedulingV1alpha1Interface { return s }
+func (s *fakeSched) PodGroups(string) schedtyped.PodGroupInterface              { return s }

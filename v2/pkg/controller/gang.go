@@ -1,0 +1,134 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
+	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
+)
+
+// syncPodGroup ensures the job's PodGroup for the configured gang
+// scheduler; nothing without one.
+func (c *MPIJobController) syncPodGroup(ctx context.Context, job *v2beta1.MPIJob) error {
+	var err error
+	switch {
+	case c.volcanoGroups != nil:
+		_, err = reconcile.Ensure(ctx, owner(job), c.volcanoGroupChild(), newVolcanoPodGroup(job))
+	case c.schedPluginGroups != nil:
+		_, err = reconcile.Ensure(ctx, owner(job), c.schedPluginsGroupChild(), newSchedulerPluginsPodGroup(job))
+	}
+	return err
+}
+
+func (c *MPIJobController) volcanoGroupChild() reconcile.Child[*volcanov1beta1.PodGroup] {
+	return childOf("PodGroup",
+		func(ns, name string) (*volcanov1beta1.PodGroup, error) {
+			return c.volcanoGroups.PodGroups(ns).Get(name)
+		},
+		func(ns string) typedClient[*volcanov1beta1.PodGroup] {
+			return c.volcano.SchedulingV1beta1().PodGroups(ns)
+		},
+		mergeVolcanoGroup)
+}
+
+// mergeVolcanoGroup takes from want the gang's size always, and its queue,
+// priority class and minimum resources where the job sets them. What the
+// job leaves open stays as volcano or an admin set it: volcano fills in
+// the namespace's queue, and taking it away would move the job out of its
+// queue and quota.
+func mergeVolcanoGroup(cur, want *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, bool) {
+	spec := *cur.Spec.DeepCopy()
+	spec.MinMember = want.Spec.MinMember
+	overwriteIfSet(&spec.Queue, want.Spec.Queue)
+	overwriteIfSet(&spec.PriorityClassName, want.Spec.PriorityClassName)
+	if want.Spec.MinResources != nil {
+		res := want.Spec.MinResources.DeepCopy()
+		spec.MinResources = &res
+	}
+	if semanticallyEqual(spec, cur.Spec) {
+		return cur, false
+	}
+	merged := cur.DeepCopy()
+	merged.Spec = spec
+	return merged, true
+}
+
+func (c *MPIJobController) schedPluginsGroupChild() reconcile.Child[*schedv1alpha1.PodGroup] {
+	return childOf("PodGroup",
+		func(ns, name string) (*schedv1alpha1.PodGroup, error) {
+			return c.schedPluginGroups.PodGroups(ns).Get(name)
+		},
+		func(ns string) typedClient[*schedv1alpha1.PodGroup] {
+			return c.schedPlugins.SchedulingV1alpha1().PodGroups(ns)
+		},
+		mergeSchedPluginsGroup)
+}
+
+// mergeSchedPluginsGroup takes the gang's size and minimum resources from
+// want, and the scheduling timeout where the job sets one.
+func mergeSchedPluginsGroup(cur, want *schedv1alpha1.PodGroup) (*schedv1alpha1.PodGroup, bool) {
+	spec := *cur.Spec.DeepCopy()
+	spec.MinMember = want.Spec.MinMember
+	if want.Spec.MinResources != nil {
+		spec.MinResources = want.Spec.MinResources.DeepCopy()
+	}
+	if want.Spec.ScheduleTimeoutSeconds != nil {
+		spec.ScheduleTimeoutSeconds = ptr(*want.Spec.ScheduleTimeoutSeconds)
+	}
+	if semanticallyEqual(spec, cur.Spec) {
+		return cur, false
+	}
+	merged := cur.DeepCopy()
+	merged.Spec = spec
+	return merged, true
+}
+
+// overwriteIfSet sets *dst to v unless v is the zero value.
+func overwriteIfSet[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
+	}
+}
+
+// deletePodGroup deletes the job's PodGroup, if it has one: the gang of a
+// suspended job, or of a finished one whose pods are cleaned up, holds
+// nothing any more.
+func (c *MPIJobController) deletePodGroup(ctx context.Context, job *v2beta1.MPIJob) error {
+	var existing metav1.Object
+	var del func(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	var err error
+	switch {
+	case c.volcanoGroups != nil:
+		existing, err = c.volcanoGroups.PodGroups(job.Namespace).Get(podGroupName(job))
+		del = c.volcano.SchedulingV1beta1().PodGroups(job.Namespace).Delete
+	case c.schedPluginGroups != nil:
+		existing, err = c.schedPluginGroups.PodGroups(job.Namespace).Get(podGroupName(job))
+		del = c.schedPlugins.SchedulingV1alpha1().PodGroups(job.Namespace).Delete
+	default:
+		return nil
+	}
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(existing, job) || existing.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	uid := existing.GetUID()
+	err = del(ctx, existing.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting PodGroup %s: %w", existing.GetName(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Deleted PodGroup", "podGroup", klog.KRef(job.Namespace, existing.GetName()))
+	return nil
+}

@@ -1,0 +1,223 @@
+package controller
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	schedclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	schedinformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
+	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	volcanoinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+
+	clientset "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned"
+	mpiinformers "github.com/kubeflow/mpi-operator/v2/pkg/client/informers/externalversions"
+)
+
+// Config holds the operator-wide settings of the controller.
+type Config struct {
+	// Namespace limits the controller to one namespace; empty means all.
+	Namespace string
+	// ClusterDomain, when set, completes the host names in the job's files
+	// (<pod>.<job>.<namespace>.svc.<ClusterDomain>).
+	ClusterDomain string
+	// GangSchedulerName turns on gang scheduling: "volcano" for volcano
+	// PodGroups, any other name for scheduler-plugins PodGroups and pods
+	// that ask for that scheduler; empty means off.
+	GangSchedulerName string
+	// RefreshLauncher annotates the launcher's pod after each change of
+	// discover_hosts.sh, so that the kubelet refreshes its volume at once.
+	RefreshLauncher bool
+	// EventClient, when set, writes the controller's events, under rate
+	// limits of its own. Nil means the controller's client.
+	EventClient kubernetes.Interface
+}
+
+// gang is the gang scheduler that cfg asks for.
+func (cfg Config) gang() gangScheduler {
+	switch cfg.GangSchedulerName {
+	case "":
+		return gangScheduler{}
+	case string(gangVolcano):
+		return gangScheduler{kind: gangVolcano, schedulerName: cfg.GangSchedulerName}
+	default:
+		return gangScheduler{kind: gangSchedulerPlugins, schedulerName: cfg.GangSchedulerName}
+	}
+}
+
+// Informers holds the informer factories the controller reads from. Pods
+// and the children that are not pods are watched through label filters, so
+// that the caches grow with the jobs' own objects only.
+type Informers struct {
+	jobs mpiinformers.SharedInformerFactory
+	// pods are the pods the operator labels: workers and launchers.
+	pods informers.SharedInformerFactory
+	// otherPods are every other pod, names and owners only: a pod that is
+	// not the job's may hold the name of one of its workers.
+	otherPods metadatainformer.SharedInformerFactory
+	// labelled are the Services, ConfigMaps, Secrets, launcher Jobs and
+	// EndpointSlices labelled "app", as the job's children are.
+	labelled     informers.SharedInformerFactory
+	volcano      volcanoinformers.SharedInformerFactory // nil unless volcano gangs
+	schedPlugins schedinformers.SharedInformerFactory   // nil unless scheduler-plugins gangs
+}
+
+// NewInformers returns the factories for cfg. volcano and schedPlugins may
+// be nil unless cfg's gang scheduler needs them. Nothing is resynced
+// periodically: the controller acts on changes and retries its own
+// failures.
+func NewInformers(kube kubernetes.Interface, meta metadata.Interface, mpi clientset.Interface,
+	volcano volcanoclient.Interface, schedPlugins schedclient.Interface, cfg Config) *Informers {
+	selecting := func(selector string) informers.SharedInformerOption {
+		return informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	}
+	inf := &Informers{
+		jobs: mpiinformers.NewSharedInformerFactoryWithOptions(mpi, resyncNever,
+			mpiinformers.WithNamespace(cfg.Namespace), mpiinformers.WithTransform(dropManagedFields)),
+		pods: informers.NewSharedInformerFactoryWithOptions(kube, resyncNever, informers.WithNamespace(cfg.Namespace),
+			selecting(labelOperatorName+"="+operatorName), informers.WithTransform(dropManagedFields)),
+		labelled: informers.NewSharedInformerFactoryWithOptions(kube, resyncNever, informers.WithNamespace(cfg.Namespace),
+			selecting(labelApp), informers.WithTransform(trimChild)),
+		// A selector "key!=value" also selects the objects without the key.
+		otherPods: metadatainformer.NewFilteredSharedInformerFactory(meta, resyncNever, cfg.Namespace,
+			func(o *metav1.ListOptions) { o.LabelSelector = labelOperatorName + "!=" + operatorName }),
+	}
+	// Set before anything can start the informer, which refuses it after.
+	_ = inf.otherPodsInformer().Informer().SetTransform(trimOtherPod)
+	switch cfg.gang().kind {
+	case gangVolcano:
+		if volcano != nil {
+			inf.volcano = volcanoinformers.NewSharedInformerFactoryWithOptions(volcano, resyncNever,
+				volcanoinformers.WithNamespace(cfg.Namespace), volcanoinformers.WithTweakListOptions(
+					func(o *metav1.ListOptions) { o.LabelSelector = labelApp }),
+				volcanoinformers.WithTransform(dropManagedFields))
+		}
+	case gangSchedulerPlugins:
+		if schedPlugins != nil {
+			inf.schedPlugins = schedinformers.NewSharedInformerFactoryWithOptions(schedPlugins, resyncNever,
+				schedinformers.WithNamespace(cfg.Namespace), schedinformers.WithTweakListOptions(
+					func(o *metav1.ListOptions) { o.LabelSelector = labelApp }),
+				schedinformers.WithTransform(dropManagedFields))
+		}
+	}
+	return inf
+}
+
+// factory is what Start and Shutdown need of an informer factory.
+type factory interface {
+	Start(stop <-chan struct{})
+	Shutdown()
+}
+
+// factories are the factories in use.
+func (i *Informers) factories() []factory {
+	out := []factory{i.jobs, i.pods, i.otherPods, i.labelled}
+	if i.volcano != nil {
+		out = append(out, i.volcano)
+	}
+	if i.schedPlugins != nil {
+		out = append(out, i.schedPlugins)
+	}
+	return out
+}
+
+// Start starts every informer the controller asked for.
+func (i *Informers) Start(stop <-chan struct{}) {
+	for _, f := range i.factories() {
+		f.Start(stop)
+	}
+}
+
+// Shutdown waits for the informers' goroutines once their stop channel has
+// closed.
+func (i *Informers) Shutdown() {
+	for _, f := range i.factories() {
+		f.Shutdown()
+	}
+}
+
+var podsResource = corev1.SchemeGroupVersion.WithResource("pods")
+
+func (i *Informers) otherPodsInformer() informers.GenericInformer {
+	return i.otherPods.ForResource(podsResource)
+}
+
+// resyncNever documents that the informers have no periodic resync.
+const resyncNever time.Duration = 0
+
+// dropManagedFields is the transform of every cache: no sync reads the
+// field managers, and they are often the larger part of an object.
+func dropManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		m.GetObjectMeta().SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// trimChild drops, besides the field managers, a Secret's data: the
+// controller only checks that a job's SSH Secret exists and is the job's,
+// and private keys have no business in its memory.
+func trimChild(obj any) (any, error) {
+	if s, ok := obj.(*corev1.Secret); ok {
+		s.Data, s.StringData = nil, nil
+	}
+	return dropManagedFields(obj)
+}
+
+// trimOtherPod keeps, of a pod the operator does not label, what tells
+// whether it is in the way of a worker: name, identity, controller and
+// deletion.
+func trimOtherPod(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	kept := metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		DeletionTimestamp: m.DeletionTimestamp,
+	}
+	if ref := metav1.GetControllerOf(m); ref != nil {
+		kept.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	m.ObjectMeta = kept
+	return m, nil
+}
+
+// Indexes of the caches.
+const (
+	// byControllerUID indexes pods by the UID of their controller: a job's
+	// workers by the MPIJob's, its launcher pods by the launcher Job's.
+	byControllerUID = "controller-uid"
+	// byServiceName indexes EndpointSlices by "<namespace>/<service>".
+	byServiceName = "service-name"
+)
+
+func controllerUID(obj any) ([]string, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, nil
+	}
+	if ref := metav1.GetControllerOf(m); ref != nil {
+		return []string{string(ref.UID)}, nil
+	}
+	return nil, nil
+}
+
+func sliceServiceName(obj any) ([]string, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return nil, nil
+	}
+	if svc, ok := s.Labels[discoveryv1.LabelServiceName]; ok {
+		return []string{s.Namespace + "/" + svc}, nil
+	}
+	return nil, nil
+}

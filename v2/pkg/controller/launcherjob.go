@@ -1,0 +1,148 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
+	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
+)
+
+// syncLauncher creates the launcher Job once the job may start, resumes a
+// suspended one, and tells a running launcher pod that discover_hosts.sh
+// changed. It returns the launcher Job, nil while there is none.
+func (c *MPIJobController) syncLauncher(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, out workerOutcome) (*batchv1.Job, error) {
+	if launcher == nil {
+		if !mayStartLauncher(job, out) {
+			return nil, nil
+		}
+		created, err := reconcile.Ensure(ctx, owner(job), c.launcherChild(), newLauncherJob(job, c.gang))
+		if err != nil {
+			return nil, err
+		}
+		metrics.JobInfo.WithLabelValues(launcherName(job), job.Namespace).Set(1)
+		return created, nil
+	}
+	metrics.JobInfo.WithLabelValues(launcherName(job), job.Namespace).Set(1)
+	if isSuspended(launcher) {
+		return c.resumeLauncher(ctx, job, launcher)
+	}
+	return launcher, c.refreshLauncherPods(ctx, job, launcher, out.files)
+}
+
+// mayStartLauncher tells whether the launcher Job may be created: the
+// workers' writes are in the cache (so the plan was carried out), no
+// worker's name is held by a pod of someone else's (mpirun would start
+// ranks there), the files exist, and, with WaitForWorkersReady, enough
+// workers are Ready: all of them, or an elastic job's minimum.
+func mayStartLauncher(job *v2beta1.MPIJob, out workerOutcome) bool {
+	if !out.settled || len(out.plan.InTheWay) > 0 || out.files == nil {
+		return false
+	}
+	if job.Spec.LauncherCreationPolicy != v2beta1.LauncherCreationPolicyWaitForWorkersReady {
+		return true
+	}
+	ready := 0
+	for _, w := range out.workers {
+		if w.Live() && podReady(w.Pod) {
+			ready++
+		}
+	}
+	return ready >= neededWorkers(job)
+}
+
+// neededWorkers is how many workers the job must have to run: all of them,
+// or an elastic job's minimum.
+func neededWorkers(job *v2beta1.MPIJob) int {
+	if ep := job.Spec.ElasticPolicy; ep != nil {
+		return int(*ep.MinReplicas)
+	}
+	return int(workerReplicas(job))
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// refreshLauncherPods annotates each running pod of the launcher Job with
+// the hash of the discover_hosts.sh it should see, when that changed: the
+// update makes the kubelet refresh the pod's ConfigMap volume at once,
+// instead of at its next periodic sync.
+func (c *MPIJobController) refreshLauncherPods(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, files *corev1.ConfigMap) error {
+	if !c.cfg.RefreshLauncher || files == nil {
+		return nil
+	}
+	hash := elastic.HostsHash(files.Data[discoverHostsKey])
+	pods, err := c.podsOf(launcher.UID, launcherSelector(job))
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Annotations[elastic.AnnotationHostsHash] == hash {
+			continue
+		}
+		if err := c.annotatePod(ctx, job, p, elastic.AnnotationHostsHash, hash); err != nil {
+			return fmt.Errorf("refreshing the launcher: %w", err)
+		}
+		klog.FromContext(ctx).V(4).Info("Refreshed the launcher's files", "pod", klog.KObj(p))
+	}
+	return nil
+}
+
+// updateProgress keeps the conditions of a running job: Running once a
+// launcher pod runs with enough workers, Restarting while the launcher Job
+// retries a failed pod and none runs, and for an elastic job Resizing
+// while its workers have not reached what it asks for.
+func (c *MPIJobController) updateProgress(job *v2beta1.MPIJob, launcher *batchv1.Job, out workerOutcome, now metav1.Time) {
+	if launcher != nil && !isSuspended(launcher) {
+		running := c.launcherRunning(job, launcher)
+		switch {
+		case running && elastic.CountRunning(out.workers) >= neededWorkers(job):
+			setCondition(&job.Status, v2beta1.JobRunning, corev1.ConditionTrue, reasonRunning,
+				fmt.Sprintf("MPIJob %s/%s is running.", job.Namespace, job.Name), now)
+		case !running && launcher.Status.Failed > 0:
+			setCondition(&job.Status, v2beta1.JobRestarting, corev1.ConditionTrue, reasonRestarting,
+				fmt.Sprintf("MPIJob %s/%s is restarting its launcher after %d failure(s).", job.Namespace, job.Name, launcher.Status.Failed), now)
+		}
+	}
+	if job.Spec.ElasticPolicy == nil || !hasCondition(&job.Status, v2beta1.JobRunning) || elastic.Settled(out.spec, out.workers, out.plan) {
+		removeCondition(&job.Status, conditionResizing)
+		return
+	}
+	setCondition(&job.Status, conditionResizing, corev1.ConditionTrue, reasonResizing,
+		fmt.Sprintf("MPIJob %s/%s is resizing to %d worker(s).", job.Namespace, job.Name, workerReplicas(job)), now)
+}
+
+// launcherRunning tells whether a pod of the launcher Job runs.
+func (c *MPIJobController) launcherRunning(job *v2beta1.MPIJob, launcher *batchv1.Job) bool {
+	pods, _ := c.podsOf(launcher.UID, launcherSelector(job))
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			return true
+		}
+	}
+	return false
+}
+
+// blockedWorkers is the error of a fixed job some of whose worker names
+// pods it does not control hold.
+func blockedWorkers(job *v2beta1.MPIJob, names []string) error {
+	errs := make([]error, 0, len(names))
+	for _, n := range names {
+		errs = append(errs, reconcile.NewForeignError(owner(job), "Pod", n))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,167 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
+)
+
+func suspend(on bool) func(*v2beta1.MPIJob) {
+	return func(j *v2beta1.MPIJob) { j.Spec.RunPolicy.Suspend = ptr(on) }
+}
+
+// TestSuspendRunningJob: the script is emptied before the workers go, the
+// launcher Job is suspended, the PodGroup deleted, and the conditions say
+// so.
+func TestSuspendRunningJob(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.GangSchedulerName = "volcano"
+	f.start(storedJob(2))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	if _, ok := f.groups.volcano["job"]; !ok {
+		t.Fatal("no PodGroup while running")
+	}
+	f.updateJob(suspend(true))
+	f.step()
+	f.expectWrites(
+		update("configmaps", "job-config"),
+		del("pods", "job-worker-0"), del("pods", "job-worker-1"),
+		update("jobs", "job-launcher"),
+		statusUpdate(),
+	)
+	if diff := cmp.Diff([]action{del("podgroups", "job")}, f.groups.writes, cmp.AllowUnexported(action{})); diff != "" {
+		t.Errorf("PodGroup writes (-want +got):\n%s", diff)
+	}
+	if _, discover := f.files(); discover != script() {
+		t.Errorf("discover_hosts.sh = %q", discover)
+	}
+	if lj := f.launcherJob(); lj.Spec.Suspend == nil || !*lj.Spec.Suspend {
+		t.Error("launcher Job not suspended")
+	}
+	for typ, want := range map[v2beta1.JobConditionType]string{
+		v2beta1.JobSuspended: "True MPIJobSuspended",
+		v2beta1.JobRunning:   "False MPIJobSuspended",
+	} {
+		if got := f.condition(typ); got != want {
+			t.Errorf("%s = %q, want %q", typ, got, want)
+		}
+	}
+	if st := f.status(); st.StartTime != nil {
+		t.Errorf("startTime %v while suspended", st.StartTime)
+	}
+	f.step()
+	f.expectWrites(statusUpdate()) // the workers are gone
+	f.step()
+	f.expectWrites()
+}
+
+// TestCreatedSuspended: a job created suspended gets no pods and no
+// launcher Job, as Kueue expects.
+func TestCreatedSuspended(t *testing.T) {
+	f := newFixture(t).start(storedJob(2, suspend(true)))
+	f.sync()
+	f.expectWrites(statusUpdate())
+	if got := f.podNames(); len(got) != 0 {
+		t.Errorf("pods %v", got)
+	}
+	if f.launcherJob() != nil {
+		t.Error("launcher Job created")
+	}
+	st := f.status()
+	var got []string
+	for _, c := range st.Conditions {
+		got = append(got, string(c.Type)+" "+string(c.Status)+" "+c.Reason)
+	}
+	want := []string{"Created True MPIJobCreated", "Suspended True MPIJobSuspended", "Running False MPIJobSuspended"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+	if st.StartTime != nil {
+		t.Error("startTime set")
+	}
+	f.step()
+	f.expectWrites()
+}
+
+// TestResume: the launcher Job's pod template takes the scheduling
+// directives Kueue wrote into the job while it was suspended, in the
+// request that unsuspends it; the workers come back; the job starts anew.
+func TestResume(t *testing.T) {
+	f := newFixture(t).start(storedJob(2))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	f.updateJob(suspend(true))
+	f.step()
+	f.refresh()
+	f.clock.Step(3600e9)
+	f.updateJob(func(j *v2beta1.MPIJob) {
+		j.Spec.RunPolicy.Suspend = ptr(false)
+		tmpl := &j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeLauncher].Template
+		tmpl.Spec.NodeSelector = map[string]string{"cloud.example/flavor": "a100"}
+		tmpl.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
+		tmpl.Labels["kueue.x-k8s.io/podset"] = "launcher"
+	})
+	f.events()
+	f.step()
+	// The files list the same workers, none of them running.
+	f.expectWrites(
+		create("pods", "job-worker-0"), create("pods", "job-worker-1"),
+		update("jobs", "job-launcher"),
+		statusUpdate(),
+	)
+	lj := f.launcherJob()
+	if lj.Spec.Suspend == nil || *lj.Spec.Suspend {
+		t.Error("launcher Job still suspended")
+	}
+	tmpl := lj.Spec.Template
+	if tmpl.Spec.NodeSelector["cloud.example/flavor"] != "a100" || len(tmpl.Spec.Tolerations) != 1 || tmpl.Labels["kueue.x-k8s.io/podset"] != "launcher" {
+		t.Errorf("launcher template not in line: %+v %+v", tmpl.Spec.NodeSelector, tmpl.Labels)
+	}
+	if got := f.condition(v2beta1.JobSuspended); got != "False MPIJobResumed" {
+		t.Errorf("Suspended = %q", got)
+	}
+	if st := f.status(); st.StartTime == nil || !st.StartTime.Equal(&metav1.Time{Time: f.clock.Now()}) {
+		t.Errorf("startTime %v, want now", st.StartTime)
+	}
+	if events := f.events(); !hasEvent(events, "Normal MPIJobResumed") {
+		t.Errorf("events %q", events)
+	}
+}
+
+// TestResumeKeepsTheJobControllersLabels: the labels that the API server
+// gave the launcher Job's template, which its selector matches, stay.
+func TestResumeKeepsTheJobControllersLabels(t *testing.T) {
+	lj := &batchv1.Job{}
+	lj.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"batch.kubernetes.io/controller-uid": "u"}}
+	lj.Spec.Template.Labels = map[string]string{
+		"batch.kubernetes.io/controller-uid": "u", "batch.kubernetes.io/job-name": "job-launcher",
+		"controller-uid": "u", "job-name": "job-launcher", "stale": "x",
+	}
+	got := withJobControllerLabels(map[string]string{"app": "a"}, lj)
+	var keys []string
+	for k := range got {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{"app", "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name"}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+}
+
+// TestManagedElsewhere: a job that MultiKueue manages is left alone.
+func TestManagedElsewhere(t *testing.T) {
+	f := newFixture(t).start(storedJob(2, func(j *v2beta1.MPIJob) {
+		j.Spec.RunPolicy.ManagedBy = ptr(v2beta1.MultiKueueController)
+	}))
+	f.sync()
+	f.expectWrites()
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("events %q", events)
+	}
+}

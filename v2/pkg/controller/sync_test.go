@@ -1,0 +1,165 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
+)
+
+func TestNewJobGetsItsChildrenAndStatus(t *testing.T) {
+	f := newFixture(t).start(storedJob(2))
+	if d := f.sync(); d != 0 {
+		t.Errorf("requeue = %v, want none", d)
+	}
+	f.expectWrites(
+		create("services", "job"), create("secrets", "job-ssh"),
+		create("configmaps", "job-config"),
+		create("pods", "job-worker-0"), create("pods", "job-worker-1"),
+		create("jobs", "job-launcher"),
+		statusUpdate(),
+	)
+	job := newTestJob(2)
+	if lj := f.launcherJob(); !cmp.Equal(lj.Spec, newLauncherJob(job, gangScheduler{}).Spec) {
+		t.Errorf("launcher Job spec (-want +got):\n%s", cmp.Diff(newLauncherJob(job, gangScheduler{}).Spec, lj.Spec))
+	}
+	if diff := cmp.Diff(newWorker(job, 1, gangScheduler{}, ""), f.pod("job-worker-1"), asServed); diff != "" {
+		t.Errorf("worker (-want +got):\n%s", diff)
+	}
+	hostfile, discover := f.files()
+	if want := "job-worker-0.job.ns.svc slots=1\njob-worker-1.job.ns.svc slots=1\n"; hostfile != want || discover != script() {
+		t.Errorf("files: hostfile %q, discover_hosts.sh %q", hostfile, discover)
+	}
+	now := metav1.NewTime(testNow)
+	want := v2beta1.JobStatus{
+		Conditions: []v2beta1.JobCondition{{
+			Type: v2beta1.JobCreated, Status: corev1.ConditionTrue, Reason: "MPIJobCreated",
+			Message: "MPIJob ns/job is created.", LastUpdateTime: now, LastTransitionTime: now,
+		}},
+		ReplicaStatuses: map[v2beta1.MPIReplicaType]*v2beta1.ReplicaStatus{
+			v2beta1.MPIReplicaTypeLauncher: {
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+					labelOperatorName: "mpi-operator", labelJobName: "job", labelJobRole: "launcher"}},
+				Selector: "training.kubeflow.org/job-name=job,training.kubeflow.org/job-role=launcher,training.kubeflow.org/operator-name=mpi-operator",
+			},
+			v2beta1.MPIReplicaTypeWorker: {
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+					labelOperatorName: "mpi-operator", labelJobName: "job", labelJobRole: "worker"}},
+				Selector: "training.kubeflow.org/job-name=job,training.kubeflow.org/job-role=worker,training.kubeflow.org/operator-name=mpi-operator",
+			},
+		},
+		StartTime:         &now,
+		LastReconcileTime: &now,
+	}
+	if diff := cmp.Diff(want, f.status()); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	wantEvents := []string{
+		"Normal WorkersScalingUp Created 2 worker(s): [job-worker-0 job-worker-1]",
+		"Normal MPIJobCreated MPIJob ns/job is created.",
+	}
+	if diff := cmp.Diff(wantEvents, f.events()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// runningJob brings the test job to where it runs: its workers and its
+// launcher pod run, and the workers' names resolve.
+func runningJob(t *testing.T, f *fixture, workers ...string) {
+	t.Helper()
+	f.sync()
+	f.refresh()
+	f.setPhase(corev1.PodRunning, workers...)
+	f.publish("job", workers...)
+	f.runLauncherPod()
+	f.step()
+	f.step()
+	f.refresh()
+	f.events()
+}
+
+// TestSecondSyncWritesNothing: a sync on a cache that shows the last
+// sync's writes writes nothing, at each stage of a job's start.
+func TestSecondSyncWritesNothing(t *testing.T) {
+	f := newFixture(t).start(storedJob(2))
+	f.sync()
+	f.step()
+	f.expectWrites()
+
+	f.setPhase(corev1.PodRunning, "job-worker-0", "job-worker-1")
+	f.publish("job", "job-worker-0", "job-worker-1")
+	f.runLauncherPod()
+	f.step() // lists the workers, refreshes the launcher, Running
+	f.step()
+	f.expectWrites()
+	if got := f.condition(v2beta1.JobRunning); got != "True MPIJobRunning" {
+		t.Errorf("Running = %q", got)
+	}
+	if _, discover := f.files(); discover != script("job-worker-0", "job-worker-1") {
+		t.Errorf("discover_hosts.sh = %q", discover)
+	}
+}
+
+func TestLauncherJobOutcome(t *testing.T) {
+	cases := map[string]struct {
+		cond       batchv1.JobCondition
+		wantType   v2beta1.JobConditionType
+		wantReason string
+		wantEvent  string
+	}{
+		"Complete": {
+			cond:     batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue},
+			wantType: v2beta1.JobSucceeded, wantReason: "MPIJobSucceeded",
+			wantEvent: "Normal MPIJobSucceeded MPIJob ns/job successfully completed.",
+		},
+		"Failed: backoff limit": {
+			cond: batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
+				Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"},
+			wantType: v2beta1.JobFailed, wantReason: "BackoffLimitExceeded",
+			wantEvent: "Warning BackoffLimitExceeded MPIJob ns/job has failed: its launcher Job job-launcher failed (BackoffLimitExceeded): Job has reached the specified backoff limit",
+		},
+		"Failed: deadline": {
+			cond:     batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "DeadlineExceeded"},
+			wantType: v2beta1.JobFailed, wantReason: "DeadlineExceeded",
+			wantEvent: "Warning DeadlineExceeded MPIJob ns/job has failed: its launcher Job job-launcher failed (DeadlineExceeded)",
+		},
+		"Failed without a reason": {
+			cond:     batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue},
+			wantType: v2beta1.JobFailed, wantReason: "MPIJobFailed",
+			wantEvent: "Warning MPIJobFailed MPIJob ns/job has failed: its launcher Job job-launcher failed (MPIJobFailed)",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t).start(storedJob(1))
+			runningJob(t, f, "job-worker-0")
+			f.setLauncherStatus(batchv1.JobStatus{Conditions: []batchv1.JobCondition{tc.cond}, Succeeded: 1})
+			f.step()
+			// The end is recorded first; nothing is deleted yet.
+			f.expectWrites(statusUpdate())
+			if got := f.condition(tc.wantType); got != "True "+tc.wantReason {
+				t.Errorf("%s = %q, want True %s", tc.wantType, got, tc.wantReason)
+			}
+			if got := f.condition(v2beta1.JobRunning); got != "False MPIJobRunning" {
+				t.Errorf("Running = %q, want False", got)
+			}
+			st := f.status()
+			if st.CompletionTime == nil {
+				t.Error("no completionTime")
+			}
+			if st.ReplicaStatuses[v2beta1.MPIReplicaTypeLauncher].Succeeded != 1 {
+				t.Errorf("launcher status %+v", st.ReplicaStatuses[v2beta1.MPIReplicaTypeLauncher])
+			}
+			if events := f.events(); !hasEvent(events, tc.wantEvent) {
+				t.Errorf("events %q lack %q", events, tc.wantEvent)
+			}
+			// cleanPodPolicy None: the finished job keeps its workers.
+			f.step()
+			f.expectWrites()
+		})
+	}
+}

@@ -1,0 +1,263 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
+	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
+)
+
+// createsPerSync bounds the workers one sync creates, so that a job with
+// many workers to create does not hold a queue worker while other jobs
+// wait; the pod events of those created bring the job back for the rest.
+const createsPerSync = 32
+
+// Event reasons of the workers' life cycle.
+const (
+	eventScalingUp      = "WorkersScalingUp"
+	eventDraining       = "WorkersDraining"
+	eventScaledDown     = "WorkersScaledDown"
+	eventWorkerReplaced = "WorkerReplaced"
+)
+
+// workerOutcome is what the workers' step tells the steps after it.
+type workerOutcome struct {
+	workers []elastic.Worker
+	spec    elastic.Spec
+	plan    elastic.Plan
+	// files is the job's ConfigMap as this sync wrote or found it; nil
+	// when it does not exist yet.
+	files *corev1.ConfigMap
+	// settled is true when the cache showed every pod write of the
+	// controller's for the job, so the plan was carried out in full.
+	settled bool
+	requeue time.Duration
+}
+
+// workerSpec is what the planner needs to know of the job. A Running
+// worker is listed only once its name resolves.
+func workerSpec(job *v2beta1.MPIJob, names resolvable) elastic.Spec {
+	drain := v2beta1.DefaultDrainSeconds
+	if ep := job.Spec.ElasticPolicy; ep != nil {
+		drain = *ep.DrainSeconds
+	}
+	return elastic.Spec{
+		Elastic:     job.Spec.ElasticPolicy != nil,
+		Replicas:    int(workerReplicas(job)),
+		DrainPeriod: time.Duration(drain) * time.Second,
+		WorkerName:  func(i int) string { return workerName(job, i) },
+		Listable:    names.listable,
+	}
+}
+
+// syncWorkers plans the workers and acts on the plan in the order package
+// elastic prescribes: drain marks, then the files with the bookkeeping,
+// then creations, deletions last. While the cache does not show the
+// controller's own last pod writes, the plan's pod writes wait, and while
+// it does not show a drain mark or deletion, so do the files.
+func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, now metav1.Time) (workerOutcome, error) {
+	key := jobKey(job)
+	out := workerOutcome{
+		workers: elastic.ParseWorkers(pods, func(p *corev1.Pod) (int, bool) { return workerIndex(job, p) }),
+		spec:    workerSpec(job, c.resolvableWorkers(job, pods)),
+		files:   c.cachedConfigMap(job),
+	}
+	var recorded elastic.State
+	if out.files != nil {
+		recorded = elastic.ParseState(out.files.Annotations)
+	}
+	out.plan = elastic.PlanWorkers(out.spec, out.workers, recorded.NextIndex, c.holderOf(job), now.Time)
+	clock := minReplicasClock(job, out.workers, recorded, now.Time)
+	if clock.Expired() {
+		ep := job.Spec.ElasticPolicy
+		failJob(job, reasonWorkersBelowMinimum, fmt.Sprintf(
+			"MPIJob %s/%s has had %d running worker(s), fewer than minReplicas %d, for longer than minReplicasTimeoutSeconds (%ds).",
+			job.Namespace, job.Name, clock.Running, *ep.MinReplicas, *ep.MinReplicasTimeoutSeconds), now)
+		return out, nil
+	}
+	out.requeue = elastic.Sooner(out.plan.Requeue, clock.Left)
+	out.settled = c.expectations.Satisfied(key)
+	changing := c.expectations.Changing(key)
+	plan := out.plan
+	if !out.settled {
+		// The plan may repeat writes the cache does not show yet; the pod
+		// event that shows them brings the job back, or the wait expires.
+		plan.Create, plan.Drain, plan.Remove = nil, nil, nil
+		out.requeue = elastic.Sooner(out.requeue, reconcile.ExpectationsTimeout)
+	}
+	plan.Create = plan.Create[:min(len(plan.Create), createsPerSync)]
+
+	if err := c.markDraining(ctx, job, plan.Drain, now); err != nil {
+		return out, err
+	}
+	if !changing {
+		state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: clock.Since}
+		want := newConfigMap(job, plan.Hosts.Desired, plan.Hosts.Running, subdomains(job, pods), c.cfg.ClusterDomain, state.Annotations())
+		files, err := reconcile.Ensure(ctx, owner(job), c.configMapChild(), want)
+		if err != nil {
+			return out, err
+		}
+		out.files = files
+	}
+	created, err := c.createWorkers(ctx, job, plan.Create)
+	if err != nil {
+		return out, err
+	}
+	if err := c.deleteWorkers(ctx, job, plan.Remove); err != nil {
+		return out, err
+	}
+	if out.settled {
+		return out, c.markReplaced(ctx, job, out.workers, created)
+	}
+	return out, nil
+}
+
+// cachedConfigMap is the job's ConfigMap as the cache has it; nil when it
+// has none of the job's.
+func (c *MPIJobController) cachedConfigMap(job *v2beta1.MPIJob) *corev1.ConfigMap {
+	cm, err := c.configMaps.ConfigMaps(job.Namespace).Get(configMapName(job))
+	if err != nil || !metav1.IsControlledBy(cm, job) {
+		return nil
+	}
+	return cm
+}
+
+// minReplicasClock is where an elastic job stands against its minReplicas;
+// the clock runs only once the job has run.
+func minReplicasClock(job *v2beta1.MPIJob, ws []elastic.Worker, recorded elastic.State, now time.Time) elastic.MinReplicasClock {
+	if ep := job.Spec.ElasticPolicy; ep != nil {
+		return elastic.TrackMinReplicas(int(*ep.MinReplicas), time.Duration(*ep.MinReplicasTimeoutSeconds)*time.Second,
+			hasCondition(&job.Status, v2beta1.JobRunning), ws, recorded.BelowMinSince, now)
+	}
+	return elastic.MinReplicasClock{}
+}
+
+// createWorkers creates the workers of the given indices in batches that
+// start at one pod and double, as the Job controller's do, and returns the
+// indices created.
+func (c *MPIJobController) createWorkers(ctx context.Context, job *v2beta1.MPIJob, indices []int) ([]int, error) {
+	done, err := reconcile.InBatches(len(indices), 1, func(i int) error {
+		return c.createPod(ctx, job, newWorker(job, indices[i], c.gang, c.cfg.ClusterDomain))
+	})
+	created := make([]int, len(done))
+	names := make([]string, len(done))
+	for i, d := range done {
+		created[i], names[i] = indices[d], workerName(job, indices[d])
+	}
+	if len(created) > 0 {
+		klog.FromContext(ctx).V(2).Info("Created workers", "indices", created)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScalingUp, "Created %d worker(s): %v", len(names), names)
+		metrics.WorkerResizes.WithLabelValues("up").Inc()
+	}
+	return created, err
+}
+
+// markDraining takes workers out of discover_hosts.sh for good: the mark is
+// on the pod itself, so that it outlives a restart of the controller.
+func (c *MPIJobController) markDraining(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, now metav1.Time) error {
+	since := now.UTC().Format(time.RFC3339Nano)
+	names, err := c.onPods(pods, func(p *corev1.Pod) error {
+		return c.annotatePod(ctx, job, p, elastic.AnnotationDrainingSince, since)
+	})
+	if len(names) > 0 {
+		klog.FromContext(ctx).V(2).Info("Draining workers", "pods", names)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, eventDraining, "Draining %d worker(s) before deletion: %v", len(names), names)
+	}
+	return err
+}
+
+// deleteWorkers deletes workers that discover_hosts.sh no longer lists.
+func (c *MPIJobController) deleteWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod) error {
+	names, err := c.onPods(pods, func(p *corev1.Pod) error { return c.deletePod(ctx, job, p) })
+	if len(names) > 0 {
+		klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", names)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScaledDown, "Deleted %d worker(s): %v", len(names), names)
+		metrics.WorkerResizes.WithLabelValues("down").Inc()
+	}
+	return err
+}
+
+// onPods calls write for each pod, in parallel batches of the largest size,
+// and returns the names of the pods it succeeded for.
+func (c *MPIJobController) onPods(pods []*corev1.Pod, write func(*corev1.Pod) error) ([]string, error) {
+	done, err := reconcile.InBatches(len(pods), reconcile.MaxBatch, func(i int) error { return write(pods[i]) })
+	names := make([]string, len(done))
+	for i, d := range done {
+		names[i] = pods[d].Name
+	}
+	return names, err
+}
+
+// stopWorkers deletes the given workers of a job that stops using them
+// (suspended or finished): discover_hosts.sh is emptied first, so that none
+// of them is deleted while it is listed.
+func (c *MPIJobController) stopWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	if !c.expectations.Satisfied(jobKey(job)) {
+		// Their events bring the job back.
+		return nil
+	}
+	if err := c.emptyDiscovery(ctx, job); err != nil {
+		return err
+	}
+	return c.deleteWorkers(ctx, job, pods)
+}
+
+// emptyDiscovery writes a discover_hosts.sh that lists no worker; the
+// hostfile and the bookkeeping stay. A job without a ConfigMap lists
+// nobody already.
+func (c *MPIJobController) emptyDiscovery(ctx context.Context, job *v2beta1.MPIJob) error {
+	cm := c.cachedConfigMap(job)
+	if cm == nil {
+		return nil
+	}
+	empty := discoverHostsScript(hostNames{job: job, clusterDomain: c.cfg.ClusterDomain}.of(nil))
+	if cm.Data[discoverHostsKey] == empty {
+		return nil
+	}
+	want := cm.DeepCopy()
+	if want.Data == nil {
+		want.Data = map[string]string{}
+	}
+	want.Data[discoverHostsKey] = empty
+	_, err := reconcile.Ensure(ctx, owner(job), c.configMapChild(), want)
+	return err
+}
+
+// markReplaced records, on each failed worker of an elastic job not handled
+// yet, which new worker replaces it ("none" when the job needs no
+// replacement), so that each failure is reported once.
+func (c *MPIJobController) markReplaced(ctx context.Context, job *v2beta1.MPIJob, ws []elastic.Worker, created []int) error {
+	if job.Spec.ElasticPolicy == nil {
+		return nil
+	}
+	for _, r := range elastic.Replacements(ws, created, func(i int) string { return workerName(job, i) }) {
+		if err := c.annotatePod(ctx, job, r.Failed, elastic.AnnotationReplacedBy, r.By); err != nil {
+			return fmt.Errorf("marking failed worker %s: %w", r.Failed.Name, err)
+		}
+		c.reportReplacement(job, r)
+	}
+	return nil
+}
+
+// reportReplacement tells of a failed worker and what took its place.
+func (c *MPIJobController) reportReplacement(job *v2beta1.MPIJob, r elastic.Replacement) {
+	outcome := "the job has the workers it asks for without a replacement"
+	if r.By != elastic.ReplacedByNone {
+		outcome = "replaced by " + r.By
+		metrics.WorkersReplaced.Inc()
+	}
+	c.recorder.Eventf(job, corev1.EventTypeWarning, eventWorkerReplaced, "Worker %s ended (%s) and is out of discover_hosts.sh; %s",
+		r.Failed.Name, cmp.Or(r.Failed.Status.Reason, string(r.Failed.Status.Phase)), outcome)
+}

@@ -1,0 +1,208 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
+)
+
+func setWorkers(n int32) func(*v2beta1.MPIJob) {
+	return func(j *v2beta1.MPIJob) { j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].Replicas = ptr(n) }
+}
+
+func TestElasticGrow(t *testing.T) {
+	f := newFixture(t).start(storedJob(2, withElastic(1, 5)))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	f.updateJob(setWorkers(4))
+	f.step()
+	f.expectWrites(
+		update("configmaps", "job-config"),
+		create("pods", "job-worker-2"), create("pods", "job-worker-3"),
+		statusUpdate(),
+	)
+	hostfile, discover := f.files()
+	want := "job-worker-0.job.ns.svc slots=1\njob-worker-1.job.ns.svc slots=1\njob-worker-2.job.ns.svc slots=1\njob-worker-3.job.ns.svc slots=1\n"
+	if hostfile != want || discover != script("job-worker-0", "job-worker-1") {
+		t.Errorf("files: hostfile %q, discover_hosts.sh %q", hostfile, discover)
+	}
+	if got := f.condition(conditionResizing); got != "True MPIJobResizing" {
+		t.Errorf("Resizing = %q", got)
+	}
+	// Running, and once their names resolve, listed; then settled.
+	f.refresh()
+	f.setPhase(corev1.PodRunning, "job-worker-2", "job-worker-3")
+	f.step()
+	if _, discover := f.files(); discover != script("job-worker-0", "job-worker-1") {
+		t.Errorf("listed before the names resolve: %q", discover)
+	}
+	f.refresh()
+	f.publish("job", "job-worker-0", "job-worker-1", "job-worker-2", "job-worker-3")
+	f.step()
+	if _, discover := f.files(); discover != script("job-worker-0", "job-worker-1", "job-worker-2", "job-worker-3") {
+		t.Errorf("discover_hosts.sh = %q", discover)
+	}
+	if got := f.condition(conditionResizing); got != "" {
+		t.Errorf("Resizing = %q once settled", got)
+	}
+}
+
+// TestElasticShrink: victims leave discover_hosts.sh first, marked
+// draining, and are deleted only once drainSeconds have passed; no listed
+// worker is ever deleted.
+func TestElasticShrink(t *testing.T) {
+	f := newFixture(t).start(storedJob(3, withElastic(1, 5)))
+	runningJob(t, f, "job-worker-0", "job-worker-1", "job-worker-2")
+	f.updateJob(setWorkers(1))
+	d := f.step()
+	f.expectWrites(
+		patchPod("job-worker-1"), patchPod("job-worker-2"),
+		update("configmaps", "job-config"),
+		patchPod("job-launcher-abcde"),
+		statusUpdate(),
+	)
+	if d <= 0 || d > 30*time.Second {
+		t.Errorf("requeue = %v, want the drain period", d)
+	}
+	if _, discover := f.files(); discover != script("job-worker-0") {
+		t.Errorf("discover_hosts.sh = %q", discover)
+	}
+	for _, n := range []string{"job-worker-1", "job-worker-2"} {
+		if f.pod(n).Annotations[elastic.AnnotationDrainingSince] == "" {
+			t.Errorf("%s not marked draining", n)
+		}
+	}
+	f.step()
+	f.expectWrites()
+	f.clock.Step(31 * time.Second)
+	f.step()
+	f.expectWrites(del("pods", "job-worker-1"), del("pods", "job-worker-2"))
+	if got := f.podNames(); !slices.Equal(got, []string{"job-launcher-abcde", "job-worker-0"}) {
+		t.Errorf("pods = %v", got)
+	}
+	f.step()
+	f.expectWrites(statusUpdate())
+	if got := f.condition(conditionResizing); got != "" {
+		t.Errorf("Resizing = %q once the victims are gone", got)
+	}
+}
+
+// TestReplaceFailedWorker: an elastic job replaces a failed worker under an
+// index it never used, and records the replacement on the failed pod.
+func TestReplaceFailedWorker(t *testing.T) {
+	f := newFixture(t).start(storedJob(2, withElastic(1, 5)))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	f.setPhase(corev1.PodFailed, "job-worker-1")
+	f.step()
+	f.expectWrites(
+		update("configmaps", "job-config"),
+		create("pods", "job-worker-2"),
+		patchPod("job-worker-1"),
+		patchPod("job-launcher-abcde"),
+		statusUpdate(),
+	)
+	if got := f.pod("job-worker-1").Annotations[elastic.AnnotationReplacedBy]; got != "job-worker-2" {
+		t.Errorf("replaced-by = %q", got)
+	}
+	if events := f.events(); !hasEvent(events, "Warning WorkerReplaced Worker job-worker-1 ended (Failed) and is out of discover_hosts.sh; replaced by job-worker-2") {
+		t.Errorf("events: %q", events)
+	}
+	cm, err := f.kube.CoreV1().ConfigMaps("ns").Get(f.ctx, "job-config", metaGet)
+	must(t, err)
+	if got := cm.Annotations[elastic.AnnotationNextWorkerIndex]; got != "2" {
+		t.Errorf("next index %q, want 2", got)
+	}
+	if _, discover := f.files(); discover != script("job-worker-0") {
+		t.Errorf("discover_hosts.sh = %q", discover)
+	}
+	// The new worker exists: the next index passes it.
+	f.step()
+	f.expectWrites(update("configmaps", "job-config"))
+	f.step()
+	f.expectWrites()
+}
+
+// TestFixedJobEvictedWorkerFails: a job without an elastic policy cannot
+// replace an evicted worker, and fails as the upstream operator's did.
+func TestFixedJobEvictedWorkerFails(t *testing.T) {
+	f := newFixture(t).start(storedJob(2))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	p := f.pod("job-worker-1")
+	p.Status.Phase, p.Status.Reason = corev1.PodFailed, "Evicted"
+	_, err := f.kube.CoreV1().Pods("ns").UpdateStatus(f.ctx, p, metaUpdate)
+	must(t, err)
+	f.step()
+	f.expectWrites(statusUpdate())
+	st := f.status()
+	if c := findCondition(&st, v2beta1.JobFailed); c == nil || c.Reason != "MPIJobEvicted" || c.Message != "1/2 workers are evicted" {
+		t.Errorf("Failed = %+v", c)
+	}
+}
+
+// TestBelowMinimumFails: an elastic job that runs fewer than minReplicas
+// workers for longer than minReplicasTimeoutSeconds fails.
+func TestBelowMinimumFails(t *testing.T) {
+	f := newFixture(t).start(storedJob(2, withElastic(2, 4), func(j *v2beta1.MPIJob) {
+		j.Spec.ElasticPolicy.MinReplicasTimeoutSeconds = ptr[int32](60)
+	}))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	must(t, f.kube.CoreV1().Pods("ns").Delete(f.ctx, "job-worker-1", metaDelete))
+	f.step() // replaces it, and starts the clock
+	f.refresh()
+	f.setPhase(corev1.PodPending, "job-worker-2")
+	f.clock.Step(61 * time.Second)
+	f.step()
+	if got := f.condition(v2beta1.JobFailed); got != "True WorkersBelowMinimum" {
+		t.Errorf("Failed = %q", got)
+	}
+}
+
+func TestListableNeedsTheWorkersOwnEndpoint(t *testing.T) {
+	w := func(name, uid string) elastic.Worker {
+		p := &corev1.Pod{}
+		p.Name, p.UID = name, typesUID(uid)
+		return elastic.Worker{Pod: p}
+	}
+	r := resolvable{"a-uid": "job-worker-0", "b-uid": "job-worker-9"}
+	cases := map[string]struct {
+		worker elastic.Worker
+		want   bool
+	}{
+		"its endpoint":               {w("job-worker-0", "a-uid"), true},
+		"an earlier pod of its name": {w("job-worker-0", "old-uid"), false},
+		"its pod under another name": {w("job-worker-1", "b-uid"), false},
+		"no endpoint":                {w("job-worker-3", "c-uid"), false},
+	}
+	for name, tc := range cases {
+		if got := r.listable(tc.worker); got != tc.want {
+			t.Errorf("%s: listable = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// TestAdoptedWorkersResolveUnderTheirOwnService: a worker that an older
+// operator started under the Service <job>-worker is listed by the name
+// that Service gives it, once that Service's slice names it.
+func TestAdoptedWorkersResolveUnderTheirOwnService(t *testing.T) {
+	job := storedJob(1)
+	old := newWorker(newTestJob(1), 0, gangScheduler{}, "")
+	old.Spec.Subdomain = "job-worker"
+	old.Status.Phase = corev1.PodRunning
+	f := newFixture(t).start(job, old)
+	f.sync()
+	f.refresh()
+	f.publish("job-worker", "job-worker-0")
+	f.step()
+	hostfile, discover := f.files()
+	if hostfile != "job-worker-0.job-worker.ns.svc slots=1\n" || discover != "#!/bin/sh\necho job-worker-0.job-worker.ns.svc\n" {
+		t.Errorf("files: hostfile %q, discover_hosts.sh %q", hostfile, discover)
+	}
+	if diff := cmp.Diff([]string{"job-worker-0"}, f.podNames()); diff != "" {
+		t.Errorf("pods (-want +got):\n%s", diff)
+	}
+}
