@@ -52,7 +52,7 @@ func markResumed(job *v2beta1.MPIJob, now metav1.Time) {
 	if hasCondition(&job.Status, v2beta1.JobSuspended) {
 		setCondition(&job.Status, v2beta1.JobSuspended, corev1.ConditionFalse, reasonResumed,
 			fmt.Sprintf("MPIJob %s/%s is resumed.", job.Namespace, job.Name), now)
-		job.Status.StartTime = nil
+		job.Status.StartTime = &now
 	}
 	if job.Status.StartTime == nil {
 		job.Status.StartTime = &now
