@@ -260,7 +260,9 @@ func (c *MPIJobController) settle(ctx context.Context, key string, requeue time.
 		logger.V(2).Info("Holding the job until its spec is valid", "err", err)
 		c.queue.Forget(key)
 		return
-	case apierrors.IsConflict(err):
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		// A write raced another, or the cache did not show the
+		// controller's own last write yet; the retry reads the newer state.
 		logger.V(4).Info("Retrying after a conflict", "err", err)
 	case reconcile.IsBlocked(err):
 		logger.V(2).Info("Blocked; retrying with backoff", "err", err)

@@ -106,11 +106,12 @@ func TestSettle(t *testing.T) {
 		err     error
 		retried bool
 	}{
-		"done":      {},
-		"conflict":  {err: apierrors.NewConflict(schema.GroupResource{}, "job", errors.New("x")), retried: true},
-		"held spec": {err: &reconcile.SpecError{Reason: reasonInvalidSpec, Job: testKey}},
-		"blocked":   {err: reconcile.NewForeignError(owner(newTestJob(1)), "Pod", "job-worker-0"), retried: true},
-		"failure":   {err: errors.New("boom"), retried: true},
+		"done":         {},
+		"conflict":     {err: apierrors.NewConflict(schema.GroupResource{}, "job", errors.New("x")), retried: true},
+		"cache behind": {err: apierrors.NewAlreadyExists(schema.GroupResource{}, "job"), retried: true},
+		"held spec":    {err: &reconcile.SpecError{Reason: reasonInvalidSpec, Job: testKey}},
+		"blocked":      {err: reconcile.NewForeignError(owner(newTestJob(1)), "Pod", "job-worker-0"), retried: true},
+		"failure":      {err: errors.New("boom"), retried: true},
 	}
 	for name, tc := range cases {
 		key := "ns/" + name

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -225,23 +226,9 @@ func (f *fixture) giveUID(obj runtime.Object) {
 		return
 	}
 	m.SetUID(types.UID(m.GetName() + "-uid"))
-	var gvr schema.GroupVersionResource
-	switch obj.(type) {
-	case *corev1.Pod:
-		gvr = corev1.SchemeGroupVersion.WithResource("pods")
-	case *corev1.Service:
-		gvr = corev1.SchemeGroupVersion.WithResource("services")
-	case *corev1.ConfigMap:
-		gvr = corev1.SchemeGroupVersion.WithResource("configmaps")
-	case *corev1.Secret:
-		gvr = corev1.SchemeGroupVersion.WithResource("secrets")
-	case *batchv1.Job:
-		gvr = batchv1.SchemeGroupVersion.WithResource("jobs")
-	case *discoveryv1.EndpointSlice:
-		gvr = discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
-	default:
-		f.t.Fatalf("no resource for %T", obj)
-	}
+	gvks, _, err := kubescheme.Scheme.ObjectKinds(obj)
+	must(f.t, err)
+	gvr, _ := meta.UnsafeGuessKindToResource(gvks[0])
 	must(f.t, f.kube.Tracker().Update(gvr, obj, m.GetNamespace()))
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
@@ -205,4 +206,33 @@ func TestAdoptedWorkersResolveUnderTheirOwnService(t *testing.T) {
 	if diff := cmp.Diff([]string{"job-worker-0"}, f.podNames()); diff != "" {
 		t.Errorf("pods (-want +got):\n%s", diff)
 	}
+}
+
+// TestStaleCacheRepeatsNoPodWrite: a sync whose cache does not show the
+// last sync's pod writes yet repeats none of them, and writes no files
+// while a drain mark is not shown.
+func TestStaleCacheRepeatsNoPodWrite(t *testing.T) {
+	f := newFixture(t).start(storedJob(2))
+	f.sync()
+	f.kube.ClearActions()
+	f.mpi.ClearActions()
+	// The Service and Secret it created are not in the cache either: their
+	// creation fails as AlreadyExists, which a retry cures.
+	if _, err := f.syncErr(); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("error %v, want AlreadyExists", err)
+	}
+	for _, w := range f.writes() {
+		if w.resource == "pods" {
+			t.Errorf("repeated %v", w)
+		}
+	}
+
+	g := newFixture(t).start(storedJob(3, withElastic(1, 3)))
+	runningJob(t, g, "job-worker-0", "job-worker-1", "job-worker-2")
+	g.updateJob(setWorkers(2))
+	g.step()
+	g.kube.ClearActions()
+	g.mpi.ClearActions()
+	g.sync()
+	g.expectWrites()
 }
