@@ -165,3 +165,19 @@ func TestManagedElsewhere(t *testing.T) {
 		t.Errorf("events %q", events)
 	}
 }
+
+// TestResumeElasticTakesNewIndices: an elastic job's workers come back
+// under indices it has never used, as Horovod may have blacklisted the old
+// names.
+func TestResumeElasticTakesNewIndices(t *testing.T) {
+	f := newFixture(t).start(storedJob(2, withElastic(1, 4)))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	f.updateJob(suspend(true))
+	f.step()
+	f.step()
+	f.updateJob(suspend(false))
+	f.step()
+	if diff := cmp.Diff([]string{"job-launcher-abcde", "job-worker-2", "job-worker-3"}, f.podNames()); diff != "" {
+		t.Errorf("pods (-want +got):\n%s", diff)
+	}
+}
