@@ -37,13 +37,14 @@ func (c *MPIJobController) reconcileSuspended(ctx context.Context, job *v2beta1.
 			live = append(live, p)
 		}
 	}
-	if err := c.stopWorkers(ctx, job, live); err != nil {
+	requeue, err := c.stopWorkers(ctx, job, live)
+	if err != nil {
 		return 0, err
 	}
 	if err := c.suspendLauncher(ctx, job, launcher); err != nil {
 		return 0, err
 	}
-	return 0, c.deletePodGroup(ctx, job)
+	return requeue, c.deletePodGroup(ctx, job)
 }
 
 // markResumed records that a job no longer suspended runs again: it starts

@@ -55,6 +55,17 @@ func TestSuspendRunningJob(t *testing.T) {
 	if st := f.status(); st.StartTime != nil {
 		t.Errorf("startTime %v while suspended", st.StartTime)
 	}
+	// The cache does not show the deletions yet: no pod write is repeated,
+	// and the job is looked at again should their events be lost. (The
+	// launcher Job's update is sent again from the stale copy; the API
+	// server refuses it as a conflict.)
+	f.kube.ClearActions()
+	f.mpi.ClearActions()
+	f.groups.writes = nil
+	if d := f.sync(); d <= 0 {
+		t.Errorf("requeue = %v, want the wait for the cache", d)
+	}
+	f.expectWrites(update("jobs", "job-launcher"))
 	f.step()
 	f.expectWrites(statusUpdate()) // the workers are gone
 	f.step()

@@ -92,7 +92,7 @@ func (c *MPIJobController) reconcile(ctx context.Context, job *v2beta1.MPIJob, n
 	}
 	switch {
 	case isFinished(&job.Status):
-		return 0, c.reconcileFinished(ctx, job, pods, recorded)
+		return c.reconcileFinished(ctx, job, pods, recorded)
 	case *job.Spec.RunPolicy.Suspend:
 		return c.reconcileSuspended(ctx, job, launcher, pods, now)
 	}
@@ -254,10 +254,10 @@ func failEvicted(job *v2beta1.MPIJob, pods []*corev1.Pod, now metav1.Time) bool 
 // workers that have not finished, All every worker, None nothing. No
 // worker goes while discover_hosts.sh lists it, and the PodGroup goes with
 // the pods.
-func (c *MPIJobController) reconcileFinished(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, recorded bool) error {
+func (c *MPIJobController) reconcileFinished(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, recorded bool) (time.Duration, error) {
 	policy := *job.Spec.RunPolicy.CleanPodPolicy
 	if !recorded || policy == v2beta1.CleanPodPolicyNone {
-		return nil
+		return 0, nil
 	}
 	var doomed []*corev1.Pod
 	for _, p := range pods {
@@ -266,7 +266,7 @@ func (c *MPIJobController) reconcileFinished(ctx context.Context, job *v2beta1.M
 		}
 	}
 	if err := c.deletePodGroup(ctx, job); err != nil {
-		return err
+		return 0, err
 	}
 	return c.stopWorkers(ctx, job, doomed)
 }

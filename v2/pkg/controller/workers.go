@@ -200,18 +200,20 @@ func (c *MPIJobController) onPods(pods []*corev1.Pod, write func(*corev1.Pod) er
 // stopWorkers deletes the given workers of a job that stops using them
 // (suspended or finished): discover_hosts.sh is emptied first, so that none
 // of them is deleted while it is listed.
-func (c *MPIJobController) stopWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod) error {
+// It returns how long to wait for the cache when it does not show the
+// controller's last pod writes yet, and so leaves the pods alone.
+func (c *MPIJobController) stopWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod) (time.Duration, error) {
 	if len(pods) == 0 {
-		return nil
+		return 0, nil
 	}
 	if !c.expectations.Satisfied(jobKey(job)) {
-		// Their events bring the job back.
-		return nil
+		// Their events bring the job back, or the wait expires.
+		return reconcile.ExpectationsTimeout, nil
 	}
 	if err := c.emptyDiscovery(ctx, job); err != nil {
-		return err
+		return 0, err
 	}
-	return c.deleteWorkers(ctx, job, pods)
+	return 0, c.deleteWorkers(ctx, job, pods)
 }
 
 // emptyDiscovery writes a discover_hosts.sh that lists no worker; the
