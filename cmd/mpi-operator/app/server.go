@@ -76,13 +76,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 	}
 
-	return operator.Serve(ctx, operator.ServeOptions{
-		MonitoringPort: opts.MonitoringPort,
-		LeaderElect:    opts.LeaderElect,
-		LockNamespace:  opts.LockNamespace,
-		LeaseName:      leaseName,
-		Kube:           cs.kube,
-	}, func(ctx context.Context, running *operator.RunningController) error {
+	return operator.Serve(ctx, opts.ServeOptions(leaseName, cs.kube), func(ctx context.Context, running *operator.RunningController) error {
 		return runController(ctx, cs, opts, running)
 	})
 }

@@ -58,13 +58,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := checkCRDs(cfg, opts.GangSchedulerName); err != nil {
 		return err
 	}
-	return operator.Serve(ctx, operator.ServeOptions{
-		MonitoringPort: opts.MonitoringPort,
-		LeaderElect:    opts.LeaderElect,
-		LockNamespace:  opts.LockNamespace,
-		LeaseName:      leaseName,
-		Kube:           cs.Kube,
-	}, func(ctx context.Context, running *operator.RunningController) error {
+	return operator.Serve(ctx, opts.ServeOptions(leaseName, cs.Kube), func(ctx context.Context, running *operator.RunningController) error {
 		return runController(ctx, cs, opts, running)
 	})
 }

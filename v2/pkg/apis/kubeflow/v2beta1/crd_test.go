@@ -71,8 +71,8 @@ func TestCRD(t *testing.T) {
 	}
 	want := []version{
 		{Name: GroupVersion, Served: true, Storage: true},
-		{Name: "v1", Served: true, Deprecated: true},
-		{Name: "v1alpha2", Served: true, Deprecated: true},
+		{Name: "v1"},
+		{Name: "v1alpha2"},
 	}
 	if diff := cmp.Diff(want, versions); diff != "" {
 		t.Errorf("versions (-want +got):\n%s", diff)
