@@ -1,12 +1,23 @@
-// Package integration checks the v2 module's CRD on a real control plane
-// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
-// nodes, started by the repository's hack/cluster-up.sh): what admission
-// refuses and keeps, the scale subresource, kubectl explain, the overlays,
-// and applying the CRD over the CRDs of earlier installs.
+// Package integration checks the v2 module on a real control plane (etcd,
+// kube-apiserver with RBAC, kube-controller-manager with the garbage
+// collector and the EndpointSlice controller, kube-scheduler and kwok
+// nodes, started by the repository's hack/cluster-up.sh).
+//
+// Its CRD: what admission refuses and keeps, the scale subresource, kubectl
+// explain, the overlays, and applying the CRD over the CRDs of earlier
+// installs. These tests replace the CRD and run one after the other.
+//
+// Its controller, run in-process for one namespace per test (see
+// framework_test.go), on pods that the scheduler places and kwok runs: the
+// children of a job, elastic resizing, replacement of failed workers,
+// suspension as Kueue drives it, managedBy, foreign objects, adoption of
+// upstream's children and a restart in the middle of a scale. These tests
+// run in parallel, after the CRD tests.
 package integration
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +27,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeflow/mpi-operator/test/testcluster"
@@ -28,11 +40,26 @@ var suite struct {
 	module     string // the v2 module, repo/v2
 	kubectlBin string
 	kubeconfig string
+	config     *rest.Config
 	kube       kubernetes.Interface
 	mpi        clientset.Interface
 }
 
+// parallelTests is how many tests run at once unless -test.parallel says:
+// the controller tests mostly wait for the cluster, so more of them than
+// there are CPUs fit.
+const parallelTests = "12"
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		if err := flag.Set("test.parallel", parallelTests); err != nil {
+			fmt.Fprintln(os.Stderr, "integration-v2:", err)
+			os.Exit(1)
+		}
+	}
 	code, err := setUp(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration-v2:", err)
@@ -49,11 +76,17 @@ func setUp(m *testing.M) (int, error) {
 	}
 	suite.module, suite.repo = module, filepath.Dir(module)
 	// A directory and ports of its own, below the ephemeral range and apart
-	// from the other suites', so that it can run beside them.
+	// from the other suites', so that it can run beside them. A launcher
+	// Job's pod keeps running until a test ends it: kwok would otherwise
+	// complete it, and with it the job, as soon as it runs.
 	cluster := testcluster.New(suite.repo, "integration-v2",
 		"ETCD_PORT=21790", "ETCD_PEER_PORT=21800", "APISERVER_PORT=17443",
-		"CONTROLLER_MANAGER_PORT=21257", "SCHEDULER_PORT=21259", "KWOK_NODES=2")
+		"CONTROLLER_MANAGER_PORT=21257", "SCHEDULER_PORT=21259", "KWOK_NODES=2",
+		"KWOK_JOB_PODS_COMPLETE=false")
 	if err := cluster.Up(); err != nil {
+		return 0, err
+	}
+	if err := checkJobPodsKept(cluster.Dir); err != nil {
 		return 0, err
 	}
 	if os.Getenv("KEEP_CLUSTER") == "" {
@@ -69,6 +102,7 @@ func setUp(m *testing.M) (int, error) {
 		return 0, err
 	}
 	config.QPS, config.Burst = 100, 200
+	suite.config = config
 	if suite.kube, err = kubernetes.NewForConfig(config); err != nil {
 		return 0, err
 	}
@@ -86,6 +120,21 @@ func setUp(m *testing.M) (int, error) {
 }
 
 const crdName = "mpijobs.kubeflow.org"
+
+// checkJobPodsKept fails when the cluster in dir, which may have been
+// started before with other settings and kept (KEEP_CLUSTER), completes
+// the pods of batch Jobs by itself.
+func checkJobPodsKept(dir string) error {
+	stages, err := os.ReadFile(filepath.Join(dir, "kwok.yaml"))
+	if err != nil {
+		return err
+	}
+	if strings.Contains(string(stages), "name: pod-complete") {
+		return fmt.Errorf("kwok in %s completes the pods of batch Jobs (its pod-complete stage); "+
+			"stop that cluster with hack/cluster-down.sh (LOCAL_DIR=%s) so that it starts with KWOK_JOB_PODS_COMPLETE=false", dir, dir)
+	}
+	return nil
+}
 
 // applyCRD applies a CRD as a user would, with a client-side apply (which
 // fails if the CRD outgrows the last-applied annotation), and waits until
