@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
            -X github.com/kubeflow/mpi-operator/pkg/version.GitCommit=$(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
-        test test-unit fuzz test-integration test-integration-v2 test-e2e test-chaos testbin prereqs \
+        test test-unit fuzz test-integration test-integration-v2 test-e2e test-chaos test-kueue testbin kueue prereqs \
         cluster-up cluster-down \
         local-up local-down demo clean
 
@@ -50,7 +50,7 @@ verify-codegen:
 lint:
 	lint=$$(hack/tools.sh golangci-lint) && $$lint run ./... && cd v2 && $$lint run ./...
 
-test: test-unit test-integration test-integration-v2 test-e2e test-chaos
+test: test-unit test-integration test-integration-v2 test-e2e test-chaos test-kueue
 
 # The v2 module's tests but its suites on a control plane (v2/test).
 test-unit: fuzz
@@ -85,6 +85,17 @@ test-e2e: testbin build
 # control plane of its own; about 3.5 minutes on 2 cores.
 test-chaos: testbin build
 	$(GO) run ./hack/chaos --short
+
+# Kueue's own manager (sigs.k8s.io/kueue v0.12.3, built by hack/kueue.sh)
+# admitting suspended elastic v2beta1 MPIJobs against a ClusterQueue quota,
+# with the v2 controller in-process, on a control plane of its own
+# (_output/kueue); about a minute once built (the first build of Kueue's
+# manager takes about 6 minutes).
+test-kueue: testbin kueue
+	cd v2 && $(GO) test -count=1 -timeout 15m ./test/kueue/...
+
+kueue: prereqs
+	hack/kueue.sh > /dev/null
 
 testbin: prereqs
 	hack/testbin.sh > /dev/null

@@ -30,13 +30,9 @@ source "${ROOT}/hack/lib/versions.sh"
 source "${ROOT}/hack/lib/prereqs.sh"
 require_commands flock
 
-if [[ "${1:-}" == "--print-dir" ]]; then
-  echo "${TESTBIN_DIR}"
-  exit 0
-elif [[ $# -gt 0 ]]; then
-  echo "usage: $0 [--print-dir]" >&2
-  exit 2
-fi
+# shellcheck source=hack/lib/buildcache.sh
+source "${ROOT}/hack/lib/buildcache.sh"
+cache_args "${TESTBIN_DIR}" "$@"
 
 BIN_DIR="${TESTBIN_DIR}/bin"
 STAGES_DIR="${TESTBIN_DIR}/kwok-stages"
@@ -46,18 +42,7 @@ log() { echo "[testbin $(date +%H:%M:%S)] $*" >&2; }
 
 # One build at a time per cache directory: a second caller (say cluster-up.sh
 # started by a test while a developer runs this script) waits here.
-exec 9>"${TESTBIN_DIR}/.lock"
-if ! flock -n 9; then
-  log "another hack/testbin.sh is building in ${TESTBIN_DIR}; waiting for it"
-  flock 9
-fi
-
-# We hold the lock, so whatever is in .build was left by an interrupted run.
-rm -rf "${TESTBIN_DIR}/.build"
-mkdir -p "${TESTBIN_DIR}/.build"
-WORK="$(mktemp -d "${TESTBIN_DIR}/.build/tmp.XXXXXX")"
-trap 'rm -rf "${WORK}"' EXIT
-trap 'exit 130' INT TERM # run the EXIT trap on these too
+cache_begin "${TESTBIN_DIR}" testbin
 
 export CGO_ENABLED=0
 export GOTOOLCHAIN=local
@@ -87,13 +72,6 @@ go_build() {
 }
 
 have() { [[ -f "${BIN_DIR}/$1" && -x "${BIN_DIR}/$1" ]]; }
-
-# mod_json_field <module@version> <field>: a string field of `go mod download -json`.
-mod_json_field() {
-  local out
-  out="$(cd "${WORK}" && GOFLAGS=-buildvcs=false go mod download -json "$1")"
-  sed -n "s/^[[:space:]]*\"$2\": \"\\(.*\\)\",\\{0,1\\}\$/\\1/p" <<<"${out}" | head -n1
-}
 
 # --- etcd -----------------------------------------------------------------
 build_etcd() {
