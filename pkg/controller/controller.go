@@ -85,11 +85,17 @@ type MPIJobController struct {
 	statusBase sync.Map // job key -> resourceVersion
 }
 
+// The event recorder resolves MPIJobs through client-go's scheme, which
+// every client of the process reads: the types are added to it once, before
+// any controller exists.
+func init() {
+	utilruntime.Must(mpischeme.AddToScheme(scheme.Scheme))
+}
+
 // NewMPIJobController wires a controller to the informers in inf. Events go
 // to the API server through a broadcaster that stops with ctx.
 func NewMPIJobController(ctx context.Context, kubeClient kubernetes.Interface, mpiClient clientset.Interface,
 	volcanoClient volcanoclient.Interface, inf *Informers, cfg Config) *MPIJobController {
-	utilruntime.Must(mpischeme.AddToScheme(scheme.Scheme))
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(4)
 	events := cfg.EventClient

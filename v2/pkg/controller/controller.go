@@ -71,12 +71,18 @@ type MPIJobController struct {
 	written statusWrites
 }
 
+// The event recorder resolves MPIJobs through client-go's scheme, which
+// every client of the process reads: the types are added to it once, before
+// any controller exists.
+func init() {
+	utilruntime.Must(mpischeme.AddToScheme(scheme.Scheme))
+}
+
 // NewMPIJobController wires a controller to the informers in inf. volcano
 // and schedPlugins may be nil unless cfg's gang scheduler needs them. Events
 // go to the API server through a broadcaster that stops with ctx.
 func NewMPIJobController(ctx context.Context, kube kubernetes.Interface, mpi clientset.Interface,
 	volcano volcanoclient.Interface, schedPlugins schedclient.Interface, inf *Informers, cfg Config) *MPIJobController {
-	utilruntime.Must(mpischeme.AddToScheme(scheme.Scheme))
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(4)
 	events := cfg.EventClient

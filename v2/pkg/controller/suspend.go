@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -75,9 +76,12 @@ func (c *MPIJobController) suspendLauncher(ctx context.Context, job *v2beta1.MPI
 }
 
 // resumeLauncher unsuspends the launcher Job in the request that brings its
-// pod template's scheduling directives in line with the job's: the API
-// server allows them to change only while the Job is suspended, and Kueue
-// changed the job's while it was.
+// pod template's scheduling directives in line with the job's: Kueue
+// changes the job's while it is suspended, to place it where it admitted
+// it. The API server allows those fields to change only while the Job is
+// suspended and has no status.startTime; a launcher that ran before its
+// suspension still has one, which is cleared first, as Kueue does for the
+// Jobs it manages.
 func (c *MPIJobController) resumeLauncher(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job) (*batchv1.Job, error) {
 	want := newLauncherJob(job, c.gang).Spec.Template
 	resumed := launcher.DeepCopy()
@@ -88,12 +92,32 @@ func (c *MPIJobController) resumeLauncher(ctx context.Context, job *v2beta1.MPIJ
 	tmpl.Spec.SchedulingGates = want.Spec.SchedulingGates
 	tmpl.Labels = withJobControllerLabels(want.Labels, launcher)
 	tmpl.Annotations = want.Annotations
+	if launcher.Status.StartTime != nil && !equality.Semantic.DeepEqual(tmpl, &launcher.Spec.Template) {
+		cleared, err := c.clearStartTime(ctx, launcher)
+		if err != nil {
+			return launcher, err
+		}
+		resumed.ResourceVersion = cleared.ResourceVersion
+		resumed.Status = cleared.Status
+	}
 	resumed.Spec.Suspend = ptr(false)
 	updated, err := c.kube.BatchV1().Jobs(job.Namespace).Update(ctx, resumed, metav1.UpdateOptions{})
 	if err != nil {
 		return launcher, fmt.Errorf("resuming launcher Job %s: %w", launcher.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Resumed the launcher Job", "job", klog.KObj(launcher))
+	return updated, nil
+}
+
+// clearStartTime removes the start time of a suspended launcher Job, so
+// that its pod template's scheduling directives may change.
+func (c *MPIJobController) clearStartTime(ctx context.Context, launcher *batchv1.Job) (*batchv1.Job, error) {
+	cleared := launcher.DeepCopy()
+	cleared.Status.StartTime = nil
+	updated, err := c.kube.BatchV1().Jobs(launcher.Namespace).UpdateStatus(ctx, cleared, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("clearing the start time of launcher Job %s: %w", launcher.Name, err)
+	}
 	return updated, nil
 }
 

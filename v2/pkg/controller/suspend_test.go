@@ -144,6 +144,57 @@ func TestResume(t *testing.T) {
 	}
 }
 
+// TestResumeElsewhere: a launcher Job that ran before its suspension has a
+// start time, which the API server requires gone before its template's
+// scheduling directives may change: the controller clears it, then moves
+// the template and unsuspends in one update.
+func TestResumeElsewhere(t *testing.T) {
+	f := newFixture(t).start(storedJob(2))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	f.updateJob(suspend(true))
+	f.step()
+	f.setLauncherStatus(batchv1.JobStatus{StartTime: &metav1.Time{Time: f.clock.Now()}})
+	f.refresh()
+	f.updateJob(func(j *v2beta1.MPIJob) {
+		j.Spec.RunPolicy.Suspend = ptr(false)
+		tmpl := &j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeLauncher].Template
+		tmpl.Spec.NodeSelector = map[string]string{"cloud.example/flavor": "b"}
+	})
+	f.events()
+	f.step()
+	f.expectWrites(
+		create("pods", "job-worker-0"), create("pods", "job-worker-1"),
+		action{verb: "update", resource: "jobs", sub: "status", name: "job-launcher"},
+		update("jobs", "job-launcher"),
+		statusUpdate(),
+	)
+	lj := f.launcherJob()
+	if lj.Status.StartTime != nil || lj.Spec.Suspend == nil || *lj.Spec.Suspend ||
+		lj.Spec.Template.Spec.NodeSelector["cloud.example/flavor"] != "b" {
+		t.Errorf("launcher Job: startTime %v, suspend %v, nodeSelector %v",
+			lj.Status.StartTime, lj.Spec.Suspend, lj.Spec.Template.Spec.NodeSelector)
+	}
+}
+
+// A launcher resumed where it ran keeps its start time: only the suspension
+// changes.
+func TestResumeInPlaceKeepsStartTime(t *testing.T) {
+	f := newFixture(t).start(storedJob(2))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	f.updateJob(suspend(true))
+	f.step()
+	f.setLauncherStatus(batchv1.JobStatus{StartTime: &metav1.Time{Time: f.clock.Now()}})
+	f.refresh()
+	f.updateJob(suspend(false))
+	f.events()
+	f.step()
+	f.expectWrites(
+		create("pods", "job-worker-0"), create("pods", "job-worker-1"),
+		update("jobs", "job-launcher"),
+		statusUpdate(),
+	)
+}
+
 // TestResumeKeepsTheJobControllersLabels: the labels that the API server
 // gave the launcher Job's template, which its selector matches, stay.
 func TestResumeKeepsTheJobControllersLabels(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -110,18 +109,10 @@ func TestSuspendResume(t *testing.T) {
 		{name: "fixed-elsewhere", readmitOn: "kwok-node-0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.readmitOn != "kwok-node-1" && os.Getenv(knownBugs) == "" {
-				t.Skipf("the controller leaves a job admitted elsewhere Blocked: the launcher Job, started once, "+
-					"refuses a new node selector (set %s=1 to run this)", knownBugs)
-			}
 			suspendResume(t, tc.elastic, tc.readmitOn)
 		})
 	}
 }
-
-// knownBugs names the variable that runs the tests of the controller's
-// known bugs, which fail until they are fixed.
-const knownBugs = "MPI_OPERATOR_V2_KNOWN_BUGS"
 
 func suspendResume(t *testing.T, elastic bool, readmitOn string) {
 	ns, h := controllerTest(t)
