@@ -9,6 +9,7 @@ declare -A PREREQ_PACKAGE=(
   [ss]=iproute2
   [flock]=util-linux
   [setsid]=util-linux
+  [unshare]=util-linux # the Kueue test (v2/test/kueue) runs its manager in a mount namespace
 )
 
 require_commands() {
