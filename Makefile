@@ -9,9 +9,9 @@ LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
            -X github.com/kubeflow/mpi-operator/pkg/version.GitCommit=$(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
-        test test-unit fuzz test-integration test-integration-v2 test-e2e test-chaos test-kueue testbin kueue prereqs \
+        test test-unit fuzz test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue testbin kueue prereqs \
         cluster-up cluster-down \
-        local-up local-down demo clean
+        local-up local-down demo demo-v2 clean
 
 all: build
 
@@ -50,7 +50,7 @@ verify-codegen:
 lint:
 	lint=$$(hack/tools.sh golangci-lint) && $$lint run ./... && cd v2 && $$lint run ./...
 
-test: test-unit test-integration test-integration-v2 test-e2e test-chaos test-kueue
+test: test-unit test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue
 
 # The v2 module's tests but its suites on a control plane (v2/test).
 test-unit: fuzz
@@ -79,6 +79,12 @@ test-integration-v2: testbin
 
 test-e2e: testbin build
 	$(GO) test -count=1 -timeout 30m ./test/e2e/...
+
+# The v2 operator's binary on a control plane of its own (_output/e2e-v2):
+# the v2beta1 examples with kubectl, scale, suspend and resume, monitoring,
+# SIGTERM, and upgrades in place from upstream v0.8.0 and v0.3.0.
+test-e2e-v2: testbin build
+	cd v2 && $(GO) test -count=1 -timeout 20m ./test/e2e/...
 
 # The short chaos run (hack/chaos/README.md): SIGKILLs of the leading
 # replica and an API server restart while elastic jobs are scaled, on a
@@ -120,6 +126,12 @@ local-down:
 
 demo: local-up
 	hack/demo.sh
+
+# The same with the kubeflow.org/v2beta1 operator (v2/) in place of the v1
+# one: local-up.sh with OPERATOR=v2, then hack/demo-v2.sh.
+demo-v2: build prereqs
+	OPERATOR=v2 hack/local-up.sh
+	hack/demo-v2.sh
 
 clean:
 	rm -rf _output

@@ -19,6 +19,7 @@
 # the job's drainSeconds on top).
 set -euo pipefail
 
+export OPERATOR=v1
 # shellcheck source=hack/lib/demo.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/demo.sh"
 
@@ -35,75 +36,19 @@ START=${SECONDS}
 STEP="setup"
 cd "${ROOT}"
 
-load_cluster_env || die "no local cluster in ${LOCAL_DIR}: run 'make local-up' first (or 'make demo', which does)"
-[[ -n "$(operator_pid)" ]] || die "the operator is not running: run 'make local-up' first (or 'make demo', which does)"
-"${KUBECTL}" get --raw /readyz >/dev/null 2>&1 || die "the API server ${APISERVER_URL} does not answer: run 'make local-up'"
+# The shared steps and helpers (show, run, kc, section, note, wait_for,
+# fail, fresh_namespace, worker_lines, job_is, finish, passed, ...).
+# shellcheck source=hack/lib/tour.sh
+source "${ROOT}/hack/lib/tour.sh"
+require_cluster "'make local-up' first (or 'make demo', which does)"
 
-# ---------------------------------------------------------------------------
-# Output helpers.
-
-# show <kubectl args...>: prints the command as you would type it, quoting
-# what the shell would need quoted.
-show() {
-  local out="+ kubectl" a q="'"
-  for a in "$@"; do
-    if [[ "${a}" =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then
-      out+=" ${a}"
-    else
-      out+=" '${a//${q}/${q}\\${q}${q}}'"
-    fi
-  done
-  echo "${out}"
-}
-# run <kubectl args...>: shows the command, then runs it; a failure fails
-# the demo.
-run() {
-  local rc=0
-  show "$@"
-  "${KUBECTL}" "$@" || rc=$?
-  ((rc == 0)) || fail "the command above exited with status ${rc}"
-}
-# kc <kubectl args...>: runs quietly in the demo namespace.
-kc() { "${KUBECTL}" -n "${NS}" "$@"; }
-
-section() {
-  echo
-  echo "=== $* ==="
-}
-note() { echo "# $*"; }
-
-# fail <text>: what went wrong, the state of the job, the operator log; exit 1.
-fail() {
-  echo
-  echo "FAILED in step '${STEP}': $*" >&2
-  echo "--- state at $(date +%H:%M:%S):" >&2
-  {
-    kc get mpijob,pods,configmaps,roles -o wide 2>&1 | sed 's/^/    /'
-    echo "    discover_hosts.sh:"
-    discovery_script 2>&1 | sed 's/^/      /'
-    echo "    pods/exec allowed on (Role ${JOB}-launcher):"
-    kc get role "${JOB}-launcher" -o jsonpath='{.rules[?(@.resources[0]=="pods/exec")].resourceNames}' 2>&1 | sed 's/^/      /'
-    echo
-    echo "--- last lines of ${OPERATOR_LOG}:"
-    tail -n 25 "${OPERATOR_LOG}" 2>&1 | sed 's/^/    /'
-  } >&2
-  exit 1
-}
-
-# wait_for <timeout> <what> <command...>: polls the command every second;
-# the command leaves the reason it is not there yet in STATE.
-STATE=""
-wait_for() {
-  local timeout="$1" what="$2" t0=${SECONDS}
-  shift 2
-  echo "... waiting for ${what} (at most ${timeout} s)"
-  until "$@"; do
-    if ((SECONDS - t0 >= timeout)); then
-      fail "timed out after ${timeout} s waiting for ${what}: ${STATE}"
-    fi
-    sleep 1
-  done
-  echo "... done after $((SECONDS - t0)) s"
+# tour_state: what a failure shows.
+tour_state() {
+  kc get mpijob,pods,configmaps,roles -o wide
+  echo "discover_hosts.sh:"
+  discovery_script | sed 's/^/  /'
+  echo "pods/exec allowed on (Role ${JOB}-launcher):"
+  kc get role "${JOB}-launcher" -o jsonpath='{.rules[?(@.resources[0]=="pods/exec")].resourceNames}' | sed 's/^/  /'
 }
 
 # ---------------------------------------------------------------------------
@@ -119,11 +64,6 @@ discovery_hosts() {
   sh -c "${script}" | cut -d: -f1 | sed '/^$/d' | sort
 }
 
-# worker_lines: name|phase|deletionTimestamp|draining-since of each worker.
-worker_lines() {
-  kc get pods -l "${WORKER_SELECTOR}" -o jsonpath='{range .items[*]}{.metadata.name}{"|"}{.status.phase}{"|"}{.metadata.deletionTimestamp}{"|"}{.metadata.annotations.mpi-operator\.kubeflow\.org/draining-since}{"\n"}{end}'
-}
-
 # can_exec <pod>: prints yes or no; returns 0 for yes, 1 for no, 2 on error.
 can_exec() {
   local out
@@ -135,9 +75,6 @@ can_exec() {
     *) return 2 ;;
   esac
 }
-
-lines() { sed '/^$/d' | tr '\n' ' ' | sed 's/ $//'; }
-count() { sed '/^$/d' | wc -l; }
 
 # hosts_are <n>: discover_hosts.sh lists exactly n hosts, each a Running
 # worker that is neither draining nor being deleted. Sets HOSTS, ALL_WORKERS,
@@ -242,24 +179,7 @@ note "with KUBECONFIG=${KUBECONFIG}; the operator runs as pid $(operator_pid) (l
 note "The pods are simulated by kwok: they become Running, but no container runs."
 
 # ---------------------------------------------------------------------------
-STEP="fresh namespace"
-section "1. A fresh namespace '${NS}'"
-if kc get namespace "${NS}" >/dev/null 2>&1; then
-  note "It exists from an earlier run: delete it and wait until it is gone."
-  run delete namespace "${NS}" --wait=true --timeout=120s
-  ns_gone() {
-    STATE="namespace ${NS} still terminating"
-    ! "${KUBECTL}" get namespace "${NS}" >/dev/null 2>&1
-  }
-  wait_for 120 "namespace ${NS} to be gone" ns_gone
-fi
-run create namespace "${NS}"
-# Pods are refused until the namespace's default ServiceAccount exists.
-sa_exists() {
-  STATE="no ServiceAccount default in ${NS}"
-  kc get serviceaccount default >/dev/null 2>&1
-}
-wait_for 30 "the default ServiceAccount" sa_exists
+fresh_namespace
 
 # ---------------------------------------------------------------------------
 STEP="create the job (2 workers)"
@@ -345,40 +265,5 @@ show_exec no "removed worker" ${VICTIMS}
 # ---------------------------------------------------------------------------
 STEP="finish the training"
 section "5. The training ends"
-note "kwok only simulates the pods: the launcher would 'run' forever. When horovodrun exits 0,"
-note "the kubelet writes the container's termination into the pod's status; the demo writes"
-note "that status itself, through the status subresource:"
-container="$(kc get pod "${LAUNCHER}" -o jsonpath='{.spec.containers[0].name}')"
-image="$(kc get pod "${LAUNCHER}" -o jsonpath='{.spec.containers[0].image}')"
-now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-patch="{\"status\":{\"phase\":\"Succeeded\",\"containerStatuses\":[{\"name\":\"${container}\",\"image\":\"${image}\",\"imageID\":\"\",\"ready\":false,\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":0,\"reason\":\"Completed\",\"finishedAt\":\"${now}\"}}}]}}"
-run -n "${NS}" patch pod "${LAUNCHER}" --subresource=status --type=merge -p "${patch}"
-succeeded() {
-  local s
-  s="$(kc get mpijob "${JOB}" -o jsonpath='{.status.conditions[?(@.type=="Succeeded")].status}')"
-  STATE="condition Succeeded is '${s:-absent}'"
-  [[ "${s}" == "True" ]]
-}
-wait_for "${STEP_TIMEOUT}" "the MPIJob's Succeeded condition" succeeded
-echo
-run -n "${NS}" get mpijob
-echo
-run -n "${NS}" get mpijob "${JOB}" \
-  -o 'jsonpath={range .status.conditions[*]}{.type}{"\t"}{.status}{"\t"}{.reason}{"\t"}{.message}{"\n"}{end}'
-
-# cleanPodPolicy Running: the worker still running is deleted once the job is done.
-workers_gone() {
-  local n
-  n="$(worker_lines | count)"
-  STATE="${n} worker pod(s) left"
-  [[ "${n}" -eq 0 ]]
-}
-echo
-note "cleanPodPolicy is Running: the operator deletes the workers still running."
-STEP="clean-up of the workers"
-wait_for "${STEP_TIMEOUT}" "no worker pods left" workers_gone
-run -n "${NS}" get pods
-
-section "Demo passed in $((SECONDS - START)) s"
-note "Look around:  export KUBECONFIG=${KUBECONFIG}; ${KUBECTL} -n ${NS} get all,mpijobs"
-note "Stop it all:  make local-down"
+finish "${LAUNCHER}"
+passed

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stops what hack/local-up.sh started: the operator process (SIGTERM, which
+# Stops what hack/local-up.sh started: the operator process, v1 or v2 (SIGTERM, which
 # releases its leader Lease; SIGKILL after OPERATOR_STOP_TIMEOUT seconds),
 # then the control plane (hack/cluster-down.sh). Returns once every process
 # has exited. Safe to run when nothing, or only part, is running.
@@ -22,15 +22,21 @@ case "${1:-}" in
 esac
 
 START=${SECONDS}
-pid="$(operator_pid)"
-[[ -n "${pid}" ]] || say "the operator is not running"
-operator_stop # says "stopping mpi-operator (pid N)"
-# The operator is a direct child of nobody we know: wait until it is also
-# reaped, so that ps shows nothing left.
-for ((i = 0; i < 50; i++)); do
-  [[ -n "${pid}" && -e "/proc/${pid}" ]] || break
-  sleep 0.1
+# Either operator (OPERATOR=v1 or v2 of local-up.sh) may run.
+stopped=false
+for name in "${OPERATORS[@]}"; do
+  pid="$(pid_of "${name}")"
+  is_running "${name}" "${pid}" || pid=""
+  operator_stop "${name}" # says "stopping <name> (pid N)"
+  [[ -n "${pid}" ]] && stopped=true
+  # The operator is a direct child of nobody we know: wait until it is
+  # also reaped, so that ps shows nothing left.
+  for ((i = 0; i < 50; i++)); do
+    [[ -n "${pid}" && -e "/proc/${pid}" ]] || break
+    sleep 0.1
+  done
 done
+${stopped} || say "the operator is not running"
 
 say "stopping the control plane"
 "${ROOT}/hack/cluster-down.sh" "$@"

@@ -6,7 +6,12 @@
 #   2. a local control plane with KWOK_NODES simulated nodes (hack/cluster-up.sh)
 #   3. the CRD, RBAC and namespace of manifests/overlays/standalone
 #   4. the operator itself, _output/bin/mpi-operator, as a background process
-# and prints how to point kubectl at the cluster.
+# and prints how to point kubectl at the cluster. With OPERATOR=v2 (`make
+# demo-v2`) it runs the kubeflow.org/v2beta1 operator instead:
+# v2/manifests/overlays/standalone and _output/bin/mpi-operator-v2. A
+# cluster that runs the other operator is stopped and started afresh: the
+# MPIJobs of one API are not the other operator's, and the two installs'
+# Deployment selectors differ.
 #
 # Pods on the simulated (kwok) nodes reach Running but run no container, so
 # the Deployment of the standalone overlay is scaled to 0: the operator that
@@ -18,8 +23,10 @@
 # flags changed, when the cluster under it was restarted, or when it does not
 # answer.
 #
-# Environment: KWOK_NODES [4], LOCAL_DIR and the ports of hack/cluster-up.sh,
-# and the OPERATOR_* settings in hack/lib/demo.sh (monitoring port 18080).
+# Environment: KWOK_NODES [4], KWOK_JOB_PODS_COMPLETE [false: the v2
+# launcher is a batch Job's pod, which runs until ended], LOCAL_DIR and the
+# ports of hack/cluster-up.sh, and the OPERATOR and OPERATOR_* settings in
+# hack/lib/demo.sh (monitoring port 18080).
 # hack/local-down.sh stops it all.
 set -euo pipefail
 
@@ -30,6 +37,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/prereqs.sh"
 require_commands curl ss setsid
 read -r -a OPERATOR_EXTRA <<<"${OPERATOR_ARGS:-}"
 export KWOK_NODES="${KWOK_NODES:-4}"
+export KWOK_JOB_PODS_COMPLETE="${KWOK_JOB_PODS_COMPLETE:-false}"
 START=${SECONDS}
 cd "${ROOT}"
 
@@ -65,9 +73,31 @@ fi
 load_cluster_env || die "${CLUSTER_ENV} is missing or incomplete after hack/cluster-up.sh"
 kc() { "${KUBECTL}" "$@"; }
 
+# installed_operator: the operator whose install the cluster holds, told by
+# its Deployment's selector (the v2 install's has upstream's kustomize
+# labels); nothing when there is none.
+installed_operator() {
+  local selector
+  selector="$(kc -n mpi-operator get deployment mpi-operator -o jsonpath='{.spec.selector.matchLabels}' 2>/dev/null)" || return 0
+  case "${selector}" in
+    "") ;;
+    *app.kubernetes.io/component*) echo mpi-operator-v2 ;;
+    *) echo mpi-operator ;;
+  esac
+}
+installed="$(installed_operator)"
+if [[ -n "${installed}" && "${installed}" != "${OPERATOR}" ]]; then
+  step "the cluster holds the install of ${installed}: starting it afresh for ${OPERATOR}"
+  operator_stop "${installed}"
+  hack/cluster-down.sh >/dev/null
+  hack/cluster-up.sh >/dev/null
+  cluster_restarted=true
+  done_step "control plane started afresh"
+fi
+
 # ---------------------------------------------------------------------------
-step "installing the CRD, RBAC and namespace: kubectl apply -k manifests/overlays/standalone"
-kc apply -k manifests/overlays/standalone | sed 's/^/    /'
+step "installing the CRD, RBAC and namespace: kubectl apply -k ${OPERATOR_OVERLAY}"
+kc apply -k "${OPERATOR_OVERLAY}" | sed 's/^/    /'
 # A polling loop, not `kubectl wait --for=condition=Established`: that
 # fails at once ("accessor error") while the new CRD has no conditions yet.
 crd_established() {
@@ -78,6 +108,9 @@ for ((i = 0; i < 300; i++)); do
   sleep 0.2
 done
 crd_established || die "the CRD mpijobs.kubeflow.org is not Established after 60 s"
+# kubectl caches discovery for minutes: after a switch of operator, a
+# cached entry would resolve mpijob to a version no longer served.
+kc api-resources --api-group=kubeflow.org >/dev/null
 say "  scaling Deployment mpi-operator/mpi-operator to 0: its pod would be simulated by"
 say "  kwok and run no code; here the operator runs as a local process instead"
 kc -n mpi-operator scale deployment/mpi-operator --replicas=0 | sed 's/^/    /'
@@ -143,6 +176,13 @@ port_taken() {
   return 0
 }
 
+for other in "${OPERATORS[@]}"; do
+  if [[ "${other}" != "${OPERATOR}" && -n "$(OPERATOR="${other}" operator_pid)" ]]; then
+    step "stopping ${other}: ${OPERATOR} runs instead"
+    operator_stop "${other}"
+  fi
+done
+
 pid="$(operator_pid)"
 if port_taken "${pid}"; then
   ss -ltnp "sport = :${OPERATOR_MONITORING_PORT}" || true
@@ -178,6 +218,10 @@ fi
 
 # ---------------------------------------------------------------------------
 kubectl_dir="$(dirname "${KUBECTL}")"
+example=examples/v1/elastic/tensorflow-mnist-elastic.yaml demo="make demo"
+if [[ "${OPERATOR}" == mpi-operator-v2 ]]; then
+  example=examples/v2beta1/elastic/tensorflow-mnist-elastic.yaml demo="make demo-v2"
+fi
 if ${all_up}; then
   headline="Everything was already running; nothing to do ($((SECONDS - START)) s)."
 else
@@ -196,9 +240,9 @@ Point your shell at it (use this kubectl ${KUBE_VERSION}, not the one already on
   export PATH=${kubectl_dir}:\$PATH      # or: alias kubectl=${KUBECTL}
 
 Then try:
-  kubectl create -f examples/v1/elastic/tensorflow-mnist-elastic.yaml
+  kubectl create -f ${example}
   kubectl get mpijobs
   kubectl scale mpijob/tensorflow-mnist-elastic --replicas=4
 
-'make demo' walks through an elastic job step by step; 'make local-down' stops everything.
+'${demo}' walks through an elastic job step by step; 'make local-down' stops everything.
 EOF

@@ -6,7 +6,11 @@
 #
 # Environment (defaults in brackets):
 #   LOCAL_DIR                  cluster and operator state [_output/local]
-#   OPERATOR_BIN               operator binary [_output/bin/mpi-operator]
+#   OPERATOR                   which operator: v1 (kubeflow.org/v1, the
+#                              repository's root) or v2 (kubeflow.org/v2beta1,
+#                              v2/) [v1]
+#   OPERATOR_BIN               operator binary [_output/bin/mpi-operator, or
+#                              _output/bin/mpi-operator-v2 for OPERATOR=v2]
 #   OPERATOR_MONITORING_PORT   its /metrics and /healthz port [18080]
 #   OPERATOR_ARGS              extra operator flags, split on whitespace
 #   OPERATOR_START_TIMEOUT     seconds to wait for /healthz and leadership [60]
@@ -18,8 +22,25 @@
 # shellcheck source=hack/lib/local-cluster.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/local-cluster.sh"
 
-OPERATOR=mpi-operator # the process name, and the name of its PID file
-OPERATOR_BIN="${OPERATOR_BIN:-${ROOT}/_output/bin/mpi-operator}"
+# OPERATOR becomes the process name, which also names its PID file and
+# log; OPERATORS are both, since local-down.sh stops either and local-up.sh
+# the one it does not start. OPERATOR_OVERLAY is the install of its API.
+OPERATORS=(mpi-operator mpi-operator-v2)
+case "${OPERATOR:-v1}" in
+  v1 | mpi-operator)
+    OPERATOR=mpi-operator
+    OPERATOR_OVERLAY=manifests/overlays/standalone
+    ;;
+  v2 | mpi-operator-v2)
+    OPERATOR=mpi-operator-v2
+    OPERATOR_OVERLAY=v2/manifests/overlays/standalone
+    ;;
+  *)
+    echo "OPERATOR must be v1 or v2, not '${OPERATOR}'" >&2
+    exit 2
+    ;;
+esac
+OPERATOR_BIN="${OPERATOR_BIN:-${ROOT}/_output/bin/${OPERATOR}}"
 OPERATOR_MONITORING_PORT="${OPERATOR_MONITORING_PORT:-18080}"
 OPERATOR_START_TIMEOUT="${OPERATOR_START_TIMEOUT:-60}"
 OPERATOR_STOP_TIMEOUT="${OPERATOR_STOP_TIMEOUT:-30}"
@@ -71,16 +92,17 @@ operator_ready() {
     [[ "$(operator_metric mpi_operator_is_leader)" == "1" ]]
 }
 
-# operator_stop: SIGTERM (a graceful stop that releases the leader Lease),
-# SIGKILL after OPERATOR_STOP_TIMEOUT seconds; returns once the process is
-# gone. Also stops an operator of this LOCAL_DIR whose PID file was lost
-# (recognised by its --kubeConfig argument inside LOCAL_DIR).
+# operator_stop [name]: SIGTERM (a graceful stop that releases the leader
+# Lease), SIGKILL after OPERATOR_STOP_TIMEOUT seconds; returns once the
+# process is gone. name is a process name of OPERATORS [OPERATOR]. Also
+# stops an operator of this LOCAL_DIR whose PID file was lost (recognised
+# by its --kubeConfig argument inside LOCAL_DIR).
 operator_stop() {
-  local pid
-  STOP_TIMEOUT="${OPERATOR_STOP_TIMEOUT}" stop_component "${OPERATOR}"
-  for pid in $(strays "${OPERATOR}"); do
+  local name="${1:-${OPERATOR}}" pid
+  STOP_TIMEOUT="${OPERATOR_STOP_TIMEOUT}" stop_component "${name}"
+  for pid in $(strays "${name}"); do
     mkdir -p "${PID_DIR}"
-    echo "${pid}" >"${PID_DIR}/${OPERATOR}.pid"
-    STOP_TIMEOUT="${OPERATOR_STOP_TIMEOUT}" stop_component "${OPERATOR}"
+    echo "${pid}" >"${PID_DIR}/${name}.pid"
+    STOP_TIMEOUT="${OPERATOR_STOP_TIMEOUT}" stop_component "${name}"
   done
 }

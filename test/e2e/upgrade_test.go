@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/kubeflow/mpi-operator/test/upstream"
 )
 
 // TestUpgrade installs each upstream install of testdata/upstream, leaves
@@ -267,54 +269,13 @@ func jobUID(t *testing.T, manifest, resource, ns, name string) string {
 	return uid
 }
 
-// jobManifest is an MPIJob of two workers that computes pi; spec holds
-// more lines of its spec, indented by two spaces.
-func jobManifest(apiVersion, ns, name, image, spec string) string {
-	return fmt.Sprintf(`apiVersion: %[1]s
-kind: MPIJob
-metadata:
-  name: %[2]s
-  namespace: %[3]s
-spec:
-  slotsPerWorker: 1
-%[5]s  mpiReplicaSpecs:
-    Launcher:
-      replicas: 1
-      template:
-        spec:
-          containers:
-          - name: launcher
-            image: %[4]s
-            command: [mpirun, -n, "2", /home/mpiuser/pi]
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          containers:
-          - name: worker
-            image: %[4]s
-`, apiVersion, name, ns, image, spec)
-}
-
-// ownerRef is the controller reference of the upstream operator's children.
-func ownerRef(apiVersion, name, uid string) string {
-	return fmt.Sprintf(`  ownerReferences:
-  - apiVersion: %s
-    kind: MPIJob
-    name: %s
-    uid: %s
-    controller: true
-    blockOwnerDeletion: true
-`, apiVersion, name, uid)
-}
-
 // createUpstreamV1Job creates a v1 MPIJob of two workers with the children
 // and status that upstream's v1 operator gives a running job, and waits for
 // its pods to run.
 func createUpstreamV1Job(t *testing.T, ns, name string) {
 	t.Helper()
-	uid := jobUID(t, jobManifest("kubeflow.org/v1", ns, name, "mpioperator/mpi-pi", "  cleanPodPolicy: Running\n"), "mpijob", ns, name)
-	owner := ownerRef("kubeflow.org/v1", name, uid)
+	uid := jobUID(t, upstream.JobManifest("kubeflow.org/v1", ns, name, "mpioperator/mpi-pi", "  cleanPodPolicy: Running\n"), "mpijob", ns, name)
+	owner := upstream.OwnerRef("kubeflow.org/v1", name, uid)
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: v1
 kind: ConfigMap
@@ -452,95 +413,8 @@ metadata:
 // named service), and waits for its pods to run.
 func createUpstreamV2Job(t *testing.T, ns, name, service string) {
 	t.Helper()
-	uid := jobUID(t, jobManifest("kubeflow.org/v2beta1", ns, name, "mpioperator/mpi-pi:openmpi",
-		"  sshAuthMountPath: /home/mpiuser/.ssh\n  mpiImplementation: OpenMPI\n  runPolicy:\n    cleanPodPolicy: Running\n"),
-		"mpijobs.v2beta1.kubeflow.org", ns, name)
-	owner := ownerRef("kubeflow.org/v2beta1", name, uid)
-	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: v1
-kind: Service
-metadata:
-  name: %[4]s
-  namespace: %[2]s
-  labels: {app: %[1]s}
-%[3]sspec:
-  clusterIP: None
-  selector: {training.kubeflow.org/job-name: %[1]s, training.kubeflow.org/job-role: worker}
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: %[1]s-config
-  namespace: %[2]s
-  labels: {app: %[1]s}
-%[3]sdata:
-  hostfile: |
-    %[1]s-worker-0.%[4]s.%[2]s.svc slots=1
-    %[1]s-worker-1.%[4]s.%[2]s.svc slots=1
-  discover_hosts.sh: |
-    #!/bin/sh
-    echo %[1]s-worker-0.%[4]s.%[2]s.svc
-    echo %[1]s-worker-1.%[4]s.%[2]s.svc
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: %[1]s-ssh
-  namespace: %[2]s
-  labels: {app: %[1]s}
-%[3]stype: kubernetes.io/ssh-auth
-stringData:
-  ssh-privatekey: "not a real key"
-  ssh-publickey: "not a real key"
-`, name, ns, owner, service)
-	for i := range 2 {
-		fmt.Fprintf(&b, `---
-apiVersion: v1
-kind: Pod
-metadata:
-  name: %[1]s-worker-%[4]d
-  namespace: %[2]s
-  labels:
-    training.kubeflow.org/operator-name: mpi-operator
-    training.kubeflow.org/job-name: %[1]s
-    training.kubeflow.org/job-role: worker
-    training.kubeflow.org/replica-index: "%[4]d"
-%[3]sspec:
-  hostname: %[1]s-worker-%[4]d
-  subdomain: %[5]s
-  containers:
-  - name: worker
-    image: mpioperator/mpi-pi:openmpi
-    command: [/usr/sbin/sshd, -De]
-    env: [{name: K_MPI_JOB_ROLE, value: worker}]
-`, name, ns, owner, i, service)
-	}
-	fmt.Fprintf(&b, `---
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: %[1]s-launcher
-  namespace: %[2]s
-  labels: {app: %[1]s}
-%[3]sspec:
-  backoffLimit: 6
-  template:
-    metadata:
-      labels:
-        training.kubeflow.org/operator-name: mpi-operator
-        training.kubeflow.org/job-name: %[1]s
-        training.kubeflow.org/job-role: launcher
-    spec:
-      restartPolicy: OnFailure
-      hostname: %[1]s-launcher
-      subdomain: %[4]s
-      containers:
-      - name: launcher
-        image: mpioperator/mpi-pi:openmpi
-        command: [mpirun, -n, "2", /home/mpiuser/pi]
-        env: [{name: K_MPI_JOB_ROLE, value: launcher}]
-`, name, ns, owner, service)
-	createObjects(t, b.String())
+	uid := jobUID(t, upstream.V2Job(ns, name), "mpijobs.v2beta1.kubeflow.org", ns, name)
+	createObjects(t, upstream.V2Children(ns, name, uid, service))
 	// kwok completes the pods of batch Jobs at once (its pod-complete
 	// stage), so the launcher Job finishes; what is compared later must not
 	// be moving any more.

@@ -118,3 +118,42 @@ func (c *Cluster) load() error {
 	}
 	return nil
 }
+
+// Fresh starts the cluster anew for a suite named suite: it stops whatever
+// still runs in Dir (a cluster that an earlier run left up with
+// KEEP_CLUSTER, say), starts the cluster with an empty etcd, and points
+// kubectl's discovery cache (KUBECACHEDIR) at a directory of this run, since
+// a cache of an earlier run names API versions this one may not serve.
+// The returned stop ends it all, but leaves the cluster up when the
+// environment sets KEEP_CLUSTER. Progress goes to stderr.
+func (c *Cluster) Fresh(suite string) (stop func(), err error) {
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	cache, err := os.MkdirTemp(c.Dir, "kubectl-cache-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Setenv("KUBECACHEDIR", cache); err != nil {
+		return nil, err
+	}
+	if err := c.Down(); err != nil {
+		return nil, fmt.Errorf("stopping the cluster left in %s: %w", c.Dir, err)
+	}
+	start := time.Now()
+	if err := c.Up(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "%s: control plane up in %s\n", suite, time.Since(start).Round(100*time.Millisecond))
+	return func() {
+		_ = os.RemoveAll(cache)
+		if os.Getenv("KEEP_CLUSTER") != "" {
+			fmt.Fprintf(os.Stderr, "%s: KEEP_CLUSTER is set: the cluster stays up\n  %s --kubeconfig %s get mpijobs -A\n",
+				suite, c.Kubectl, c.Kubeconfig)
+			return
+		}
+		if err := c.Down(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: stopping the control plane: %v\n", suite, err)
+		}
+	}, nil
+}
