@@ -27,8 +27,10 @@ import (
 // reconcileSuspended stops a suspended job and records it.
 func (c *MPIJobController) reconcileSuspended(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, pods []*corev1.Pod, now metav1.Time) (time.Duration, error) {
 	msg := fmt.Sprintf("MPIJob %s/%s is suspended.", job.Namespace, job.Name)
-	setCondition(&job.Status, v2beta1.JobSuspended, corev1.ConditionTrue, reasonSuspended, msg, now)
+	// Suspended goes last, where kubectl's State column (the last
+	// condition) shows it.
 	setCondition(&job.Status, v2beta1.JobRunning, corev1.ConditionFalse, reasonSuspended, msg, now)
+	setCondition(&job.Status, v2beta1.JobSuspended, corev1.ConditionTrue, reasonSuspended, msg, now)
 	removeCondition(&job.Status, conditionResizing)
 	job.Status.StartTime = nil
 

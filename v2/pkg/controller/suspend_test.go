@@ -89,7 +89,8 @@ func TestCreatedSuspended(t *testing.T) {
 	for _, c := range st.Conditions {
 		got = append(got, string(c.Type)+" "+string(c.Status)+" "+c.Reason)
 	}
-	want := []string{"Created True MPIJobCreated", "Suspended True MPIJobSuspended", "Running False MPIJobSuspended"}
+	// Suspended last: kubectl's State column shows the last condition.
+	want := []string{"Created True MPIJobCreated", "Running False MPIJobSuspended", "Suspended True MPIJobSuspended"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
