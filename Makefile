@@ -71,9 +71,10 @@ fuzz:
 test-integration: testbin
 	$(GO) test -count=1 -timeout 30m ./test/integration/...
 
-# The v2 CRD on a control plane of its own (_output/integration-v2):
-# admission, the scale subresource, kubectl explain, the overlays and
-# upgrades of the CRD.
+# The v2 CRD and controller on a control plane of its own
+# (_output/integration-v2): admission, the scale subresource, kubectl
+# explain, the overlays, upgrades of the CRD, and the controller in-process
+# (children, elastic scaling, replacement, suspend and resume, adoption).
 test-integration-v2: testbin
 	cd v2 && $(GO) test -count=1 -timeout 20m ./test/integration/...
 
