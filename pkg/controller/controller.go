@@ -2,13 +2,11 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -79,10 +77,9 @@ type MPIJobController struct {
 	// runningSince remembers when the controller saw each worker turn
 	// Running, for the discovery latency histogram only.
 	runningSince sync.Map // types.UID -> time.Time
-	// statusBase remembers, per job, the resourceVersion its last status
-	// write started from. While the cache still shows that version it has
-	// not seen the write, and a status written from it would only conflict.
-	statusBase sync.Map // job key -> resourceVersion
+	// statusWrites remembers each job's last status write until the cache
+	// shows it.
+	statusWrites reconcile.StatusWrites
 }
 
 // The event recorder resolves MPIJobs through client-go's scheme, which
@@ -231,47 +228,7 @@ func (c *MPIJobController) runWorker(ctx context.Context) {
 }
 
 func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-	// The argument is evaluated now: the sync's start is recorded here and
-	// its end when this function returns.
-	defer c.health.SyncFinished(c.health.SyncStarted())
-
-	logger := klog.FromContext(ctx).WithValues("mpijob", key)
-	ctx = klog.NewContext(ctx, logger)
-	requeueAfter, err := c.syncHandler(ctx, key)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		// The controller is stopping and cut the sync short; the next
-		// leader starts from the cluster as it is.
-		logger.V(2).Info("Sync interrupted by the stop", "err", err)
-	case apierrors.IsConflict(err):
-		// A write raced another or used a cache a moment behind; the retry
-		// reads the newer object.
-		logger.V(4).Info("Sync met a newer object; retrying", "err", err)
-		c.queue.AddRateLimited(key)
-	case errors.As(err, new(*reconcile.SpecError)):
-		// Only an edit cures it, and the edit's event brings the job back.
-		logger.V(2).Info("Sync held: the spec is invalid", "err", err)
-		c.queue.Forget(key)
-	case reconcile.IsBlocked(err):
-		// The job's Blocked condition and its event tell the user; the
-		// retries back off.
-		logger.V(2).Info("Sync blocked; retrying with backoff", "err", err)
-		c.queue.AddRateLimited(key)
-	case err != nil:
-		logger.Error(err, "Syncing MPIJob failed; retrying")
-		c.queue.AddRateLimited(key)
-	case requeueAfter > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, requeueAfter)
-	default:
-		c.queue.Forget(key)
-	}
-	return true
+	return reconcile.ProcessNext(ctx, c.queue, c.health, c.syncHandler)
 }
 
 func (c *MPIJobController) enqueueJob(obj any) {

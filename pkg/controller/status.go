@@ -173,7 +173,7 @@ func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatu
 		return fmt.Errorf("updating status: %w", err)
 	}
 	klog.FromContext(ctx).V(4).Info("Updated status", "conditions", len(job.Status.Conditions))
-	c.statusBase.Store(jobKey(job), base)
+	c.statusWrites.Wrote(jobKey(job), base)
 	c.announce(job, old)
 	return nil
 }

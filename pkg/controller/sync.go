@@ -38,7 +38,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	if apierrors.IsNotFound(err) {
 		metrics.JobInfo.DeleteLabelValues(name+launcherSuffix, ns)
 		c.expectations.Forget(key)
-		c.statusBase.Delete(key)
+		c.statusWrites.Forget(key)
 		return 0, nil
 	}
 	if err != nil {
@@ -55,12 +55,11 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 
 	requeue, err := c.reconcile(ctx, job, now)
 	updateBlocked(&job.Status, err, now)
-	if base, ok := c.statusBase.Load(key); ok && base == shared.ResourceVersion {
+	if c.statusWrites.Unseen(key, shared.ResourceVersion) {
 		// The cache does not show the last status write yet; the job's
 		// update event brings it back.
 		return elastic.Sooner(requeue, reconcile.ExpectationsTimeout), err
 	}
-	c.statusBase.Delete(key)
 	if statusErr := c.writeStatus(ctx, &shared.Status, job); statusErr != nil && err == nil {
 		err = statusErr
 	}

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -68,7 +67,7 @@ type MPIJobController struct {
 	health       *reconcile.Health
 
 	// written remembers the controller's last status write of each job.
-	written statusWrites
+	written reconcile.StatusWrites
 }
 
 // The event recorder resolves MPIJobs through client-go's scheme, which
@@ -230,52 +229,7 @@ func (c *MPIJobController) startWorkers(ctx context.Context, n int) *sync.WaitGr
 // processNext syncs the next job of the queue; false once the queue shuts
 // down.
 func (c *MPIJobController) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	slot := c.health.SyncStarted()
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("mpijob", key))
-	requeue, err := c.syncHandler(ctx, key)
-	c.health.SyncFinished(slot)
-	c.settle(ctx, key, requeue, err)
-	return true
-}
-
-// settle puts key back in the queue as the outcome of its sync asks: after
-// requeue when it went through, with backoff when it failed, not at all
-// when only an edit of the job can help or the controller is stopping.
-func (c *MPIJobController) settle(ctx context.Context, key string, requeue time.Duration, err error) {
-	logger := klog.FromContext(ctx)
-	if err == nil {
-		c.queue.Forget(key)
-		if requeue > 0 {
-			c.queue.AddAfter(key, requeue)
-		}
-		return
-	}
-	var spec *reconcile.SpecError
-	switch {
-	case ctx.Err() != nil:
-		// The next leader starts from the cluster as it is.
-		logger.V(2).Info("Sync cut short by the stop", "err", err)
-		return
-	case errors.As(err, &spec):
-		// The edit that cures it brings the job back.
-		logger.V(2).Info("Holding the job until its spec is valid", "err", err)
-		c.queue.Forget(key)
-		return
-	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
-		// A write raced another, or the cache did not show the
-		// controller's own last write yet; the retry reads the newer state.
-		logger.V(4).Info("Retrying after a conflict", "err", err)
-	case reconcile.IsBlocked(err):
-		logger.V(2).Info("Blocked; retrying with backoff", "err", err)
-	default:
-		logger.Error(err, "Syncing the MPIJob failed; retrying")
-	}
-	c.queue.AddRateLimited(key)
+	return reconcile.ProcessNext(ctx, c.queue, c.health, c.syncHandler)
 }
 
 // enqueueJob enqueues the MPIJob of an event.

@@ -2,22 +2,18 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 	mpifake "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned/fake"
 )
@@ -94,30 +90,6 @@ func TestEventsEnqueueTheirJob(t *testing.T) {
 		tc.handle(tc.obj)
 		if got := f.c.queue.Len() == 1; got != tc.want {
 			t.Errorf("%s: enqueued %v, want %v", name, got, tc.want)
-		}
-	}
-}
-
-// TestSettle: how the outcome of a sync puts its job back in the queue.
-func TestSettle(t *testing.T) {
-	f := newFixture(t).start()
-	cases := map[string]struct {
-		requeue time.Duration
-		err     error
-		retried bool
-	}{
-		"done":         {},
-		"conflict":     {err: apierrors.NewConflict(schema.GroupResource{}, "job", errors.New("x")), retried: true},
-		"cache behind": {err: apierrors.NewAlreadyExists(schema.GroupResource{}, "job"), retried: true},
-		"held spec":    {err: &reconcile.SpecError{Reason: reasonInvalidSpec, Job: testKey}},
-		"blocked":      {err: reconcile.NewForeignError(owner(newTestJob(1)), "Pod", "job-worker-0"), retried: true},
-		"failure":      {err: errors.New("boom"), retried: true},
-	}
-	for name, tc := range cases {
-		key := "ns/" + name
-		f.c.settle(f.ctx, key, tc.requeue, tc.err)
-		if got := f.c.queue.NumRequeues(key) > 0; got != tc.retried {
-			t.Errorf("%s: retried %v, want %v", name, got, tc.retried)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -126,7 +125,7 @@ func (c *MPIJobController) writeStatus(ctx context.Context, old *v2beta1.JobStat
 		return fmt.Errorf("updating status: %w", err)
 	}
 	klog.FromContext(ctx).V(4).Info("Updated status", "conditions", len(job.Status.Conditions))
-	c.written.wrote(job)
+	c.written.Wrote(jobKey(job), job.ResourceVersion)
 	c.announce(job, old)
 	return nil
 }
@@ -138,26 +137,6 @@ func statusChanged(old, cur *v2beta1.JobStatus) bool {
 	cmp.LastReconcileTime = old.LastReconcileTime
 	return !semanticallyEqual(*old, cmp)
 }
-
-// statusWrites remembers, per job, the resourceVersion that the
-// controller's last status write started from. While the cache still shows
-// that version it has not seen the write.
-type statusWrites struct{ base sync.Map } // job key -> resourceVersion
-
-func (w *statusWrites) wrote(job *v2beta1.MPIJob) { w.base.Store(jobKey(job), job.ResourceVersion) }
-
-// unseen tells whether cached, the job as the cache shows it, is the version
-// the last status write started from; it forgets the write once it is not.
-func (w *statusWrites) unseen(cached *v2beta1.MPIJob) bool {
-	key := jobKey(cached)
-	if base, ok := w.base.Load(key); ok && base == cached.ResourceVersion {
-		return true
-	}
-	w.base.Delete(key)
-	return false
-}
-
-func (w *statusWrites) forget(key string) { w.base.Delete(key) }
 
 // announce emits an event, and counts the job in the metrics, for each
 // condition the written status holds that old did not hold with that status,

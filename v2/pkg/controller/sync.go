@@ -51,7 +51,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 
 	requeue, err := c.reconcile(ctx, job, now)
 	updateBlocked(&job.Status, err, now)
-	if c.written.unseen(shared) {
+	if c.written.Unseen(key, shared.ResourceVersion) {
 		// A status written from this cache would only conflict; the event
 		// of the last write brings the job back.
 		return elastic.Sooner(requeue, reconcile.ExpectationsTimeout), err
@@ -62,7 +62,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 // forget drops what the controller remembers of a deleted job.
 func (c *MPIJobController) forget(key, ns, name string) {
 	c.expectations.Forget(key)
-	c.written.forget(key)
+	c.written.Forget(key)
 	metrics.JobInfo.DeleteLabelValues(name+launcherSuffix, ns)
 }
 

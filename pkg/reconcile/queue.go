@@ -1,0 +1,92 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// SyncFunc reconciles the job of key and says how long to wait before it
+// needs another look, if it does.
+type SyncFunc func(ctx context.Context, key string) (time.Duration, error)
+
+// ProcessNext takes the next key of queue, syncs it while health counts the
+// sync, and puts the key back as the outcome asks (see Settle). It returns
+// false once the queue shuts down.
+func ProcessNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string], health *Health, sync SyncFunc) bool {
+	key, quit := queue.Get()
+	if quit {
+		return false
+	}
+	defer queue.Done(key)
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("mpijob", key))
+	slot := health.SyncStarted()
+	requeue, err := sync(ctx, key)
+	health.SyncFinished(slot)
+	Settle(ctx, queue, key, requeue, err)
+	return true
+}
+
+// Settle puts key back in queue as the outcome of its sync asks: after
+// requeue when it went through; with the queue's backoff when it failed;
+// not at all when only an edit of the job can help (a SpecError, whose
+// edit's event brings the job back) or the controller is stopping (the next
+// leader starts from the cluster as it is).
+func Settle(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string], key string, requeue time.Duration, err error) {
+	logger := klog.FromContext(ctx)
+	if err == nil {
+		queue.Forget(key)
+		if requeue > 0 {
+			queue.AddAfter(key, requeue)
+		}
+		return
+	}
+	var spec *SpecError
+	switch {
+	case ctx.Err() != nil:
+		logger.V(2).Info("Sync cut short by the stop", "err", err)
+		return
+	case errors.As(err, &spec):
+		logger.V(2).Info("Holding the job until its spec is valid", "err", err)
+		queue.Forget(key)
+		return
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		// A write raced another, or the cache did not show the
+		// controller's own last write yet; the retry reads the newer state.
+		logger.V(4).Info("Retrying after a conflict", "err", err)
+	case IsBlocked(err):
+		// The job's Blocked condition and its event tell the user.
+		logger.V(2).Info("Blocked; retrying with backoff", "err", err)
+	default:
+		logger.Error(err, "Syncing the MPIJob failed; retrying")
+	}
+	queue.AddRateLimited(key)
+}
+
+// StatusWrites remembers, per job key, the resourceVersion that the
+// controller's last status write started from. While the cache still shows
+// that version it has not seen the write, and a status written from it
+// would only conflict.
+type StatusWrites struct{ base sync.Map } // job key -> resourceVersion
+
+// Wrote records a status write of key that started from resourceVersion.
+func (w *StatusWrites) Wrote(key, resourceVersion string) { w.base.Store(key, resourceVersion) }
+
+// Unseen tells whether resourceVersion, the job's as the cache shows it, is
+// the one the last status write of key started from; once it is not, the
+// write is forgotten.
+func (w *StatusWrites) Unseen(key, resourceVersion string) bool {
+	if base, ok := w.base.Load(key); ok && base == resourceVersion {
+		return true
+	}
+	w.base.Delete(key)
+	return false
+}
+
+// Forget drops what is remembered of key, a job that is gone.
+func (w *StatusWrites) Forget(key string) { w.base.Delete(key) }

@@ -1,0 +1,97 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+func newTestQueue() workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Hour, time.Hour))
+}
+
+// TestSettle: how the outcome of a sync puts its job back in the queue.
+func TestSettle(t *testing.T) {
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	cases := map[string]struct {
+		ctx     context.Context
+		requeue time.Duration
+		err     error
+		retried bool // with backoff
+		later   bool // after requeue
+	}{
+		"done":         {},
+		"look again":   {requeue: time.Millisecond, later: true},
+		"conflict":     {err: apierrors.NewConflict(schema.GroupResource{}, "job", errors.New("x")), retried: true},
+		"cache behind": {err: apierrors.NewAlreadyExists(schema.GroupResource{}, "job"), retried: true},
+		"held spec":    {err: &SpecError{Reason: "InvalidMPIJobSpec", Job: "ns/job", Errs: field.ErrorList{field.Required(field.NewPath("spec"), "")}}},
+		"blocked":      {err: &ForeignError{Kind: "Pod", Name: "job-worker-0", OwnerKind: "MPIJob", OwnerName: "job"}, retried: true},
+		"failure":      {err: errors.New("boom"), retried: true},
+		"stopping":     {ctx: stopped, err: errors.New("cut short")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			q := newTestQueue()
+			defer q.ShutDown()
+			ctx := tc.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			Settle(ctx, q, "ns/job", tc.requeue, tc.err)
+			if got := q.NumRequeues("ns/job") > 0; got != tc.retried {
+				t.Errorf("retried with backoff %v, want %v", got, tc.retried)
+			}
+			if tc.later {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if got := q.Len() == 1; got != tc.later {
+				t.Errorf("queued %v, want %v", got, tc.later)
+			}
+		})
+	}
+}
+
+func TestProcessNext(t *testing.T) {
+	q := newTestQueue()
+	health := NewHealth(testingclock.NewFakeClock(time.Now()), q.Len)
+	q.Add("ns/job")
+	var synced string
+	more := ProcessNext(context.Background(), q, health, func(_ context.Context, key string) (time.Duration, error) {
+		synced = key
+		return 0, errors.New("boom")
+	})
+	if !more || synced != "ns/job" || q.NumRequeues("ns/job") != 1 {
+		t.Errorf("more %v, synced %q, requeues %d", more, synced, q.NumRequeues("ns/job"))
+	}
+	q.ShutDown()
+	if ProcessNext(context.Background(), q, health, nil) {
+		t.Error("ProcessNext goes on after the queue shut down")
+	}
+}
+
+func TestStatusWrites(t *testing.T) {
+	var w StatusWrites
+	if w.Unseen("ns/job", "5") {
+		t.Error("a job never written is unseen")
+	}
+	w.Wrote("ns/job", "5")
+	if !w.Unseen("ns/job", "5") {
+		t.Error("the write is not unseen while the cache shows its base")
+	}
+	if w.Unseen("ns/job", "6") || w.Unseen("ns/job", "5") {
+		t.Error("the write is not forgotten once the cache moved on")
+	}
+	w.Wrote("ns/other", "7")
+	w.Forget("ns/other")
+	if w.Unseen("ns/other", "7") {
+		t.Error("a forgotten job is unseen")
+	}
+}
