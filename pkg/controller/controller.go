@@ -70,6 +70,8 @@ type MPIJobController struct {
 	recorder     record.EventRecorder
 	clock        clock.Clock
 	expectations *reconcile.Expectations
+	// pods writes pods, telling expectations of each write.
+	pods reconcile.PodWrites
 	// health tracks the progress of Run and of the main queue's syncs for
 	// /healthz (see Healthy).
 	health *reconcile.Health
@@ -144,6 +146,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		expectations: reconcile.NewExpectations(clk),
 	}
 	c.health = reconcile.NewHealth(clk, c.queue.Len)
+	c.pods = reconcile.PodWrites{Client: c.kubeClient, Lister: c.podLister, Expectations: c.expectations}
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueJob,

@@ -268,7 +268,7 @@ func TestNoOpPodPatchLeavesNothingToWaitFor(t *testing.T) {
 	f.pods[2].Annotations[elastic.AnnotationHostsHash] = "same"
 	_, ctx := ktesting.NewTestContext(t)
 	c := f.newController(ctx)
-	if _, err := c.annotatePod(ctx, job, f.pods[2], elastic.AnnotationHostsHash, "same"); err != nil {
+	if _, err := c.pods.Annotate(ctx, owner(job), f.pods[2], elastic.AnnotationHostsHash, "same"); err != nil {
 		t.Fatal(err)
 	}
 	if !c.expectations.Satisfied(jobKey(job)) {

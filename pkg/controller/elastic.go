@@ -62,7 +62,7 @@ func (c *MPIJobController) markReplaced(ctx context.Context, job *kubeflow.MPIJo
 		return nil
 	}
 	for _, r := range elastic.Replacements(ws, created, workerNamer(job)) {
-		patched, err := c.annotatePod(ctx, job, r.Failed, elastic.AnnotationReplacedBy, r.By)
+		patched, err := c.pods.Annotate(ctx, owner(job), r.Failed, elastic.AnnotationReplacedBy, r.By)
 		if err != nil {
 			return fmt.Errorf("marking failed worker %s: %w", r.Failed.Name, err)
 		}

@@ -65,7 +65,7 @@ func (c *MPIJobController) launcherFailed(ctx context.Context, job *kubeflow.MPI
 	if cond := findCondition(&job.Status, common.JobRestarting); cond != nil &&
 		cond.Status == corev1.ConditionTrue && strings.Contains(cond.Message, tag) {
 		// The restart is recorded: the pod may go now.
-		return false, c.deletePod(ctx, job, launcher)
+		return false, c.pods.Delete(ctx, owner(job), launcher)
 	}
 	evicted := launcher.Status.Reason == reasonPodEvicted
 	code, exited := exitCode(job, launcher)
@@ -150,7 +150,7 @@ func (c *MPIJobController) syncLauncher(ctx context.Context, job *kubeflow.MPIJo
 			minReadyWorkers: minReadyWorkers(job),
 			hostsHash:       hash,
 		}
-		created, err := c.createPod(ctx, job, newLauncher(job, opts))
+		created, err := c.pods.Create(ctx, owner(job), newLauncher(job, opts))
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +167,7 @@ func (c *MPIJobController) refreshLauncher(ctx context.Context, job *kubeflow.MP
 		launcher.Annotations[elastic.AnnotationHostsHash] == hash {
 		return launcher, nil
 	}
-	patched, err := c.annotatePod(ctx, job, launcher, elastic.AnnotationHostsHash, hash)
+	patched, err := c.pods.Annotate(ctx, owner(job), launcher, elastic.AnnotationHostsHash, hash)
 	if err != nil {
 		return launcher, fmt.Errorf("annotating launcher: %w", err)
 	}

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
@@ -38,7 +36,7 @@ func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJ
 		return nil
 	}
 	done, err := reconcile.InBatches(len(indices), 1, func(i int) error {
-		_, err := c.createPod(ctx, job, newWorker(job, indices[i], c.cfg.GangSchedulerName))
+		_, err := c.pods.Create(ctx, owner(job), newWorker(job, indices[i], c.cfg.GangSchedulerName))
 		return err
 	})
 	if len(done) > 0 {
@@ -54,19 +52,6 @@ func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJ
 	return err
 }
 
-// podCreateError explains a failed pod creation. A pod of that name that the
-// job does not control is reported as such.
-func (c *MPIJobController) podCreateError(ctx context.Context, job *kubeflow.MPIJob, name string, err error) error {
-	if !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating pod %s: %w", name, err)
-	}
-	existing, getErr := c.kubeClient.CoreV1().Pods(job.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if getErr == nil && !metav1.IsControlledBy(existing, job) {
-		return reconcile.NewForeignError(owner(job), "Pod", name)
-	}
-	return fmt.Errorf("creating pod %s: %w", name, err)
-}
-
 // markDraining takes the given workers out of discover_hosts.sh: the mark is
 // on the pod itself, so that it outlives a restart of the controller. The
 // pods are patched in parallel.
@@ -76,7 +61,7 @@ func (c *MPIJobController) markDraining(ctx context.Context, job *kubeflow.MPIJo
 	}
 	since := now.UTC().Format(time.RFC3339Nano)
 	done, err := reconcile.InBatches(len(pods), reconcile.MaxBatch, func(i int) error {
-		if _, err := c.annotatePod(ctx, job, pods[i], elastic.AnnotationDrainingSince, since); err != nil {
+		if _, err := c.pods.Annotate(ctx, owner(job), pods[i], elastic.AnnotationDrainingSince, since); err != nil {
 			return fmt.Errorf("marking worker %s draining: %w", pods[i].Name, err)
 		}
 		return nil
@@ -94,7 +79,7 @@ func (c *MPIJobController) deleteWorkers(ctx context.Context, job *kubeflow.MPIJ
 	if len(pods) == 0 {
 		return nil
 	}
-	done, err := reconcile.InBatches(len(pods), reconcile.MaxBatch, func(i int) error { return c.deletePod(ctx, job, pods[i]) })
+	done, err := reconcile.InBatches(len(pods), reconcile.MaxBatch, func(i int) error { return c.pods.Delete(ctx, owner(job), pods[i]) })
 	if names := podNames(pods, done); len(names) > 0 {
 		klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", names)
 		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScaledDown, "Deleted %d worker(s): %v", len(names), names)
@@ -110,63 +95,6 @@ func podNames(pods []*corev1.Pod, which []int) []string {
 		names[i] = pods[w].Name
 	}
 	return names
-}
-
-// Every pod write goes through createPod, annotatePod or deletePod, which
-// tell the expectations, so that no sync repeats a write the cache does not
-// show yet. The expectation is set before the request: its informer event
-// may come before the request returns.
-
-// createPod creates one of the job's pods.
-func (c *MPIJobController) createPod(ctx context.Context, job *kubeflow.MPIJob, pod *corev1.Pod) (*corev1.Pod, error) {
-	key := jobKey(job)
-	c.expectations.ExpectCreate(key, pod.Name)
-	created, err := c.kubeClient.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		c.expectations.ObserveCreate(key, pod.Name)
-		return nil, c.podCreateError(ctx, job, pod.Name, err)
-	}
-	return created, nil
-}
-
-// annotatePod sets one annotation of one of the job's pods. A pod that is
-// gone already needs none: it returns nil and no error.
-func (c *MPIJobController) annotatePod(ctx context.Context, job *kubeflow.MPIJob, pod *corev1.Pod, name, value string) (*corev1.Pod, error) {
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, name, value)
-	key := jobKey(job)
-	c.expectations.ExpectChange(key, pod.UID, reconcile.ShowsAnnotation(name, value))
-	patched, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	if err != nil {
-		c.expectations.ObserveGone(key, pod.UID)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	if cached, err := c.podLister.Pods(pod.Namespace).Get(pod.Name); err == nil && cached.UID == pod.UID {
-		// The cache may show the result already: an event came before this
-		// check did, or the patch changed nothing (another write had set
-		// the same value) and no event will come.
-		c.expectations.Observe(key, cached)
-	}
-	return patched, nil
-}
-
-// deletePod deletes exactly this pod: not a newer one of the same name.
-func (c *MPIJobController) deletePod(ctx context.Context, job *kubeflow.MPIJob, pod *corev1.Pod) error {
-	key, uid := jobKey(job), pod.UID
-	c.expectations.ExpectChange(key, uid, reconcile.ShowsDeletion)
-	err := c.kubeClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &uid},
-	})
-	if err != nil {
-		// Nothing changed, so no event will come for it.
-		c.expectations.ObserveGone(key, uid)
-		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
-		}
-	}
-	return nil
 }
 
 func jobKey(job *kubeflow.MPIJob) string { return job.Namespace + "/" + job.Name }

@@ -58,7 +58,7 @@ func (c *MPIJobController) reconcileFinished(ctx context.Context, job *kubeflow.
 	}
 	victims := podsToClean(job, launcher, workers)
 	if len(victims) > 0 && c.expectations.Satisfied(jobKey(job)) {
-		if _, err := reconcile.InBatches(len(victims), reconcile.MaxBatch, func(i int) error { return c.deletePod(ctx, job, victims[i]) }); err != nil {
+		if _, err := reconcile.InBatches(len(victims), reconcile.MaxBatch, func(i int) error { return c.pods.Delete(ctx, owner(job), victims[i]) }); err != nil {
 			return 0, err
 		}
 		c.recorder.Eventf(job, corev1.EventTypeNormal, eventDeletingPods, "Deleted %d pod(s) of the finished job", len(victims))

@@ -64,7 +64,9 @@ type MPIJobController struct {
 	recorder     record.EventRecorder
 	clock        clock.Clock
 	expectations *reconcile.Expectations
-	health       *reconcile.Health
+	// pods writes pods, telling expectations of each write.
+	pods   reconcile.PodWrites
+	health *reconcile.Health
 
 	// written remembers the controller's last status write of each job.
 	written reconcile.StatusWrites
@@ -133,6 +135,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		expectations: reconcile.NewExpectations(clk),
 	}
 	c.health = reconcile.NewHealth(clk, c.queue.Len)
+	c.pods = reconcile.PodWrites{Client: c.kube, Lister: c.podLister, Expectations: c.expectations}
 
 	// everyEvent handles adds, updates and deletes alike.
 	everyEvent := func(handle func(any)) cache.ResourceEventHandler {

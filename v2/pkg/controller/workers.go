@@ -146,7 +146,8 @@ func minReplicasClock(job *v2beta1.MPIJob, ws []elastic.Worker, recorded elastic
 // indices created.
 func (c *MPIJobController) createWorkers(ctx context.Context, job *v2beta1.MPIJob, indices []int) ([]int, error) {
 	done, err := reconcile.InBatches(len(indices), 1, func(i int) error {
-		return c.createPod(ctx, job, newWorker(job, indices[i], c.gang, c.cfg.ClusterDomain))
+		_, err := c.pods.Create(ctx, owner(job), newWorker(job, indices[i], c.gang, c.cfg.ClusterDomain))
+		return err
 	})
 	created := make([]int, len(done))
 	names := make([]string, len(done))
@@ -166,7 +167,8 @@ func (c *MPIJobController) createWorkers(ctx context.Context, job *v2beta1.MPIJo
 func (c *MPIJobController) markDraining(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, now metav1.Time) error {
 	since := now.UTC().Format(time.RFC3339Nano)
 	names, err := c.onPods(pods, func(p *corev1.Pod) error {
-		return c.annotatePod(ctx, job, p, elastic.AnnotationDrainingSince, since)
+		_, err := c.pods.Annotate(ctx, owner(job), p, elastic.AnnotationDrainingSince, since)
+		return err
 	})
 	if len(names) > 0 {
 		klog.FromContext(ctx).V(2).Info("Draining workers", "pods", names)
@@ -177,7 +179,7 @@ func (c *MPIJobController) markDraining(ctx context.Context, job *v2beta1.MPIJob
 
 // deleteWorkers deletes workers that discover_hosts.sh no longer lists.
 func (c *MPIJobController) deleteWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod) error {
-	names, err := c.onPods(pods, func(p *corev1.Pod) error { return c.deletePod(ctx, job, p) })
+	names, err := c.onPods(pods, func(p *corev1.Pod) error { return c.pods.Delete(ctx, owner(job), p) })
 	if len(names) > 0 {
 		klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", names)
 		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScaledDown, "Deleted %d worker(s): %v", len(names), names)
@@ -245,7 +247,7 @@ func (c *MPIJobController) markReplaced(ctx context.Context, job *v2beta1.MPIJob
 		return nil
 	}
 	for _, r := range elastic.Replacements(ws, created, func(i int) string { return workerName(job, i) }) {
-		if err := c.annotatePod(ctx, job, r.Failed, elastic.AnnotationReplacedBy, r.By); err != nil {
+		if _, err := c.pods.Annotate(ctx, owner(job), r.Failed, elastic.AnnotationReplacedBy, r.By); err != nil {
 			return fmt.Errorf("marking failed worker %s: %w", r.Failed.Name, err)
 		}
 		c.reportReplacement(job, r)

@@ -1,0 +1,93 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+)
+
+// PodWrites creates, annotates and deletes the pods of jobs. Each write
+// tells Expectations first, under the owner's key (namespace/name), since
+// the informer's event may come before the request returns, and takes the
+// expectation back when the request changed nothing: so that no sync
+// repeats a pod write that the cache does not show yet.
+type PodWrites struct {
+	Client       kubernetes.Interface
+	Lister       corelisters.PodLister // the cache the expectations are about
+	Expectations *Expectations
+}
+
+func ownerKey(owner Owner) string {
+	return owner.Object.GetNamespace() + "/" + owner.Object.GetName()
+}
+
+// Create creates one of the owner's pods. A pod of that name that the owner
+// does not control is reported as a ForeignError.
+func (w *PodWrites) Create(ctx context.Context, owner Owner, pod *corev1.Pod) (*corev1.Pod, error) {
+	key := ownerKey(owner)
+	w.Expectations.ExpectCreate(key, pod.Name)
+	created, err := w.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err == nil {
+		return created, nil
+	}
+	w.Expectations.ObserveCreate(key, pod.Name)
+	if apierrors.IsAlreadyExists(err) {
+		live, getErr := w.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if getErr == nil && !metav1.IsControlledBy(live, owner.Object) {
+			return nil, NewForeignError(owner, "Pod", pod.Name)
+		}
+	}
+	return nil, fmt.Errorf("creating pod %s: %w", pod.Name, err)
+}
+
+// Annotate sets one annotation of one of the owner's pods. A pod that is
+// gone already needs none: it returns nil and no error.
+func (w *PodWrites) Annotate(ctx context.Context, owner Owner, pod *corev1.Pod, name, value string) (*corev1.Pod, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{name: value}}})
+	if err != nil {
+		return nil, err
+	}
+	key := ownerKey(owner)
+	w.Expectations.ExpectChange(key, pod.UID, ShowsAnnotation(name, value))
+	patched, err := w.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		w.Expectations.ObserveGone(key, pod.UID)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("annotating pod %s: %w", pod.Name, err)
+	}
+	if cached, err := w.Lister.Pods(pod.Namespace).Get(pod.Name); err == nil && cached.UID == pod.UID {
+		// The cache may show the result already: an event came before this
+		// check did, or the patch changed nothing (another write had set
+		// the same value) and no event will come.
+		w.Expectations.Observe(key, cached)
+	}
+	return patched, nil
+}
+
+// Delete deletes exactly this pod: not a newer one of the same name. A pod
+// gone already, or replaced by a newer one, is no error.
+func (w *PodWrites) Delete(ctx context.Context, owner Owner, pod *corev1.Pod) error {
+	key, uid := ownerKey(owner), pod.UID
+	w.Expectations.ExpectChange(key, uid, ShowsDeletion)
+	err := w.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid},
+	})
+	if err == nil {
+		return nil
+	}
+	// Nothing changed, so no event will come for it.
+	w.Expectations.ObserveGone(key, uid)
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+}

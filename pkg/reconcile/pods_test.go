@@ -1,0 +1,147 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// podWritesFixture is a PodWrites on a fake clientset, whose cache holds
+// cached.
+func podWritesFixture(t *testing.T, objs []runtime.Object, cached ...*corev1.Pod) (*PodWrites, *fake.Clientset) {
+	t.Helper()
+	client := fake.NewClientset(objs...)
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, p := range cached {
+		if err := indexer.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &PodWrites{
+		Client:       client,
+		Lister:       corelisters.NewPodLister(indexer),
+		Expectations: NewExpectations(clocktesting.NewFakeClock(testNow)),
+	}, client
+}
+
+func testPodOwner() Owner {
+	return Owner{Kind: "MPIJob", Object: &metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "job-uid"}}
+}
+
+func ownedPod(name string, uid types.UID) *corev1.Pod {
+	yes := true
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid,
+		OwnerReferences: []metav1.OwnerReference{{Kind: "MPIJob", Name: "job", UID: "job-uid", Controller: &yes}}}}
+}
+
+func TestPodWritesCreate(t *testing.T) {
+	foreign := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-worker-1", UID: "other"}}
+	w, _ := podWritesFixture(t, []runtime.Object{foreign})
+	owner := testPodOwner()
+
+	if _, err := w.Create(context.Background(), owner, ownedPod("job-worker-0", "")); err != nil {
+		t.Fatal(err)
+	}
+	if w.Expectations.Satisfied("ns/job") {
+		t.Error("a created pod the cache does not show yet satisfies the expectations")
+	}
+	w.Expectations.ObserveCreate("ns/job", "job-worker-0")
+
+	_, err := w.Create(context.Background(), owner, ownedPod("job-worker-1", ""))
+	var fe *ForeignError
+	if !errors.As(err, &fe) || fe.Name != "job-worker-1" {
+		t.Errorf("creating over a foreign pod: %v, want a ForeignError naming it", err)
+	}
+	if !w.Expectations.Satisfied("ns/job") {
+		t.Error("a failed create left an expectation")
+	}
+}
+
+func TestPodWritesAnnotate(t *testing.T) {
+	pod := ownedPod("job-worker-0", "uid-0")
+	w, _ := podWritesFixture(t, []runtime.Object{pod})
+	owner := testPodOwner()
+
+	patched, err := w.Annotate(context.Background(), owner, pod, "a", "b")
+	if err != nil || patched == nil || patched.Annotations["a"] != "b" {
+		t.Fatalf("Annotate: %v, %v", patched, err)
+	}
+	if w.Expectations.Satisfied("ns/job") {
+		t.Error("a patch the cache does not show yet satisfies the expectations")
+	}
+
+	gone := ownedPod("job-worker-9", "uid-9")
+	if patched, err := w.Annotate(context.Background(), owner, gone, "a", "b"); patched != nil || err != nil {
+		t.Errorf("annotating a pod that is gone: %v, %v; want nothing", patched, err)
+	}
+}
+
+// A patch that the cache shows already (or that changed nothing) settles
+// its expectation at once; a pod of the same name with another UID does
+// not.
+func TestPodWritesAnnotateSeenAlready(t *testing.T) {
+	pod := ownedPod("job-worker-0", "uid-0")
+	shown := pod.DeepCopy()
+	shown.Annotations = map[string]string{"a": "b"}
+	w, _ := podWritesFixture(t, []runtime.Object{pod}, shown)
+	if _, err := w.Annotate(context.Background(), testPodOwner(), pod, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if !w.Expectations.Satisfied("ns/job") {
+		t.Error("a patch the cache shows already is still expected")
+	}
+
+	newer := shown.DeepCopy()
+	newer.UID = "uid-new"
+	w, _ = podWritesFixture(t, []runtime.Object{pod}, newer)
+	if _, err := w.Annotate(context.Background(), testPodOwner(), pod, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if w.Expectations.Satisfied("ns/job") {
+		t.Error("a newer pod of the name settled the patch of the old one")
+	}
+}
+
+func TestPodWritesDelete(t *testing.T) {
+	pod := ownedPod("job-worker-0", "uid-0")
+	w, client := podWritesFixture(t, []runtime.Object{pod})
+	if err := w.Delete(context.Background(), testPodOwner(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if w.Expectations.Satisfied("ns/job") {
+		t.Error("a deletion the cache does not show yet satisfies the expectations")
+	}
+	w.Expectations.ObserveGone("ns/job", "uid-0")
+
+	// Gone already, or a newer pod has the name: no error, nothing expected.
+	for _, refused := range []error{
+		apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "job-worker-0"),
+		apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "job-worker-0", errors.New("uid precondition")),
+	} {
+		client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, refused })
+		if err := w.Delete(context.Background(), testPodOwner(), pod); err != nil {
+			t.Errorf("%v: %v", refused, err)
+		}
+		if !w.Expectations.Satisfied("ns/job") {
+			t.Errorf("%v left an expectation", refused)
+		}
+	}
+	client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("boom")
+	})
+	if err := w.Delete(context.Background(), testPodOwner(), pod); err == nil {
+		t.Error("a failed deletion is no error")
+	}
+}
