@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,42 +28,7 @@ func (c *MPIJobController) recordedState(job *kubeflow.MPIJob) elastic.State {
 }
 
 func (c *MPIJobController) configMapChild() reconcile.Child[*corev1.ConfigMap] {
-	return reconcile.Child[*corev1.ConfigMap]{
-		Kind: "ConfigMap",
-		Get: func(ns, name string) (*corev1.ConfigMap, error) {
-			return c.cmLister.ConfigMaps(ns).Get(name)
-		},
-		Fetch: func(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
-			return c.kubeClient.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		Create: func(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-			return c.kubeClient.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
-		},
-		Update: func(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-			return c.kubeClient.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
-		},
-		Merge: func(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
-			same := maps.Equal(cur.Data, want.Data)
-			keys := elastic.StateAnnotations()
-			for _, k := range keys {
-				same = same && cur.Annotations[k] == want.Annotations[k]
-			}
-			if same {
-				return cur, false
-			}
-			merged := cur.DeepCopy()
-			merged.Data = want.Data
-			for _, k := range keys {
-				if v, ok := want.Annotations[k]; ok {
-					if merged.Annotations == nil {
-						merged.Annotations = map[string]string{}
-					}
-					merged.Annotations[k] = v
-				} else {
-					delete(merged.Annotations, k)
-				}
-			}
-			return merged, true
-		},
-	}
+	return reconcile.ChildOf("ConfigMap", func(ns, name string) (*corev1.ConfigMap, error) { return c.cmLister.ConfigMaps(ns).Get(name) },
+		func(ns string) reconcile.TypedClient[*corev1.ConfigMap] { return c.kubeClient.CoreV1().ConfigMaps(ns) },
+		elastic.MergeFiles)
 }

@@ -34,22 +34,9 @@ func (c *MPIJobController) syncPodGroup(ctx context.Context, job *kubeflow.MPIJo
 }
 
 func (c *MPIJobController) podGroupChild() reconcile.Child[*volcanov1beta1.PodGroup] {
-	return reconcile.Child[*volcanov1beta1.PodGroup]{
-		Kind: "PodGroup",
-		Get: func(ns, name string) (*volcanov1beta1.PodGroup, error) {
-			return c.pgLister.PodGroups(ns).Get(name)
-		},
-		Fetch: func(ctx context.Context, ns, name string) (*volcanov1beta1.PodGroup, error) {
-			return c.podGroups(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		Create: func(ctx context.Context, pg *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, error) {
-			return c.podGroups(pg.Namespace).Create(ctx, pg, metav1.CreateOptions{})
-		},
-		Update: func(ctx context.Context, pg *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, error) {
-			return c.podGroups(pg.Namespace).Update(ctx, pg, metav1.UpdateOptions{})
-		},
-		Merge: mergePodGroup,
-	}
+	return reconcile.ChildOf("PodGroup", func(ns, name string) (*volcanov1beta1.PodGroup, error) { return c.pgLister.PodGroups(ns).Get(name) },
+		func(ns string) reconcile.TypedClient[*volcanov1beta1.PodGroup] { return c.podGroups(ns) },
+		mergePodGroup)
 }
 
 // mergePodGroup takes from want the fields the job decides: minMember

@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
@@ -37,75 +36,47 @@ func (c *MPIJobController) syncLauncherRBAC(ctx context.Context, job *kubeflow.M
 	return err
 }
 
+// serviceAccountChild: nothing of a ServiceAccount is the controller's
+// beyond its name.
 func (c *MPIJobController) serviceAccountChild() reconcile.Child[*corev1.ServiceAccount] {
-	return reconcile.Child[*corev1.ServiceAccount]{
-		Kind: "ServiceAccount",
-		Get: func(ns, name string) (*corev1.ServiceAccount, error) {
-			return c.saLister.ServiceAccounts(ns).Get(name)
+	return reconcile.ChildOf("ServiceAccount", func(ns, name string) (*corev1.ServiceAccount, error) { return c.saLister.ServiceAccounts(ns).Get(name) },
+		func(ns string) reconcile.TypedClient[*corev1.ServiceAccount] {
+			return c.kubeClient.CoreV1().ServiceAccounts(ns)
 		},
-		Fetch: func(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
-			return c.kubeClient.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		Create: func(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
-			return c.kubeClient.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{})
-		},
-		Update: func(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
-			return c.kubeClient.CoreV1().ServiceAccounts(sa.Namespace).Update(ctx, sa, metav1.UpdateOptions{})
-		},
-		// Nothing of a ServiceAccount is the controller's beyond its name.
-		Merge: func(cur, _ *corev1.ServiceAccount) (*corev1.ServiceAccount, bool) { return cur, false },
-	}
+		reconcile.Keep[*corev1.ServiceAccount])
 }
 
 func (c *MPIJobController) roleChild() reconcile.Child[*rbacv1.Role] {
-	return reconcile.Child[*rbacv1.Role]{
-		Kind: "Role",
-		Get: func(ns, name string) (*rbacv1.Role, error) {
-			return c.roleLister.Roles(ns).Get(name)
-		},
-		Fetch: func(ctx context.Context, ns, name string) (*rbacv1.Role, error) {
-			return c.kubeClient.RbacV1().Roles(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		Create: func(ctx context.Context, r *rbacv1.Role) (*rbacv1.Role, error) {
-			return c.kubeClient.RbacV1().Roles(r.Namespace).Create(ctx, r, metav1.CreateOptions{})
-		},
-		Update: func(ctx context.Context, r *rbacv1.Role) (*rbacv1.Role, error) {
-			return c.kubeClient.RbacV1().Roles(r.Namespace).Update(ctx, r, metav1.UpdateOptions{})
-		},
-		Merge: func(cur, want *rbacv1.Role) (*rbacv1.Role, bool) {
-			if equality.Semantic.DeepEqual(cur.Rules, want.Rules) {
-				return cur, false
-			}
-			merged := cur.DeepCopy()
-			merged.Rules = want.Rules
-			return merged, true
-		},
+	return reconcile.ChildOf("Role", func(ns, name string) (*rbacv1.Role, error) { return c.roleLister.Roles(ns).Get(name) },
+		func(ns string) reconcile.TypedClient[*rbacv1.Role] { return c.kubeClient.RbacV1().Roles(ns) },
+		mergeRole)
+}
+
+// mergeRole takes the rules from want.
+func mergeRole(cur, want *rbacv1.Role) (*rbacv1.Role, bool) {
+	if equality.Semantic.DeepEqual(cur.Rules, want.Rules) {
+		return cur, false
 	}
+	merged := cur.DeepCopy()
+	merged.Rules = want.Rules
+	return merged, true
 }
 
 func (c *MPIJobController) roleBindingChild() reconcile.Child[*rbacv1.RoleBinding] {
-	return reconcile.Child[*rbacv1.RoleBinding]{
-		Kind: "RoleBinding",
-		Get: func(ns, name string) (*rbacv1.RoleBinding, error) {
-			return c.rbLister.RoleBindings(ns).Get(name)
+	return reconcile.ChildOf("RoleBinding", func(ns, name string) (*rbacv1.RoleBinding, error) { return c.rbLister.RoleBindings(ns).Get(name) },
+		func(ns string) reconcile.TypedClient[*rbacv1.RoleBinding] {
+			return c.kubeClient.RbacV1().RoleBindings(ns)
 		},
-		Fetch: func(ctx context.Context, ns, name string) (*rbacv1.RoleBinding, error) {
-			return c.kubeClient.RbacV1().RoleBindings(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		Create: func(ctx context.Context, rb *rbacv1.RoleBinding) (*rbacv1.RoleBinding, error) {
-			return c.kubeClient.RbacV1().RoleBindings(rb.Namespace).Create(ctx, rb, metav1.CreateOptions{})
-		},
-		Update: func(ctx context.Context, rb *rbacv1.RoleBinding) (*rbacv1.RoleBinding, error) {
-			return c.kubeClient.RbacV1().RoleBindings(rb.Namespace).Update(ctx, rb, metav1.UpdateOptions{})
-		},
-		// The roleRef cannot change; only the subjects can drift.
-		Merge: func(cur, want *rbacv1.RoleBinding) (*rbacv1.RoleBinding, bool) {
-			if equality.Semantic.DeepEqual(cur.Subjects, want.Subjects) {
-				return cur, false
-			}
-			merged := cur.DeepCopy()
-			merged.Subjects = want.Subjects
-			return merged, true
-		},
+		mergeRoleBinding)
+}
+
+// mergeRoleBinding takes the subjects from want: the roleRef cannot change,
+// only the subjects can drift.
+func mergeRoleBinding(cur, want *rbacv1.RoleBinding) (*rbacv1.RoleBinding, bool) {
+	if equality.Semantic.DeepEqual(cur.Subjects, want.Subjects) {
+		return cur, false
 	}
+	merged := cur.DeepCopy()
+	merged.Subjects = want.Subjects
+	return merged, true
 }

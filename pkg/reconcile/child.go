@@ -40,6 +40,39 @@ type Child[T metav1.Object] struct {
 	Merge func(cur, want T) (T, bool)
 }
 
+// TypedClient is what ChildOf needs of the typed client of one namespace,
+// as client-go's generated clients provide it.
+type TypedClient[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// ChildOf describes a kind of child that is read from a lister (get) and
+// fetched and written through the typed client of its namespace; merge is
+// as Child's.
+func ChildOf[T metav1.Object](kind string, get func(namespace, name string) (T, error),
+	client func(namespace string) TypedClient[T], merge func(cur, want T) (T, bool)) Child[T] {
+	return Child[T]{
+		Kind: kind,
+		Get:  get,
+		Fetch: func(ctx context.Context, ns, name string) (T, error) {
+			return client(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		Create: func(ctx context.Context, obj T) (T, error) {
+			return client(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
+		},
+		Update: func(ctx context.Context, obj T) (T, error) {
+			return client(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
+		},
+		Merge: merge,
+	}
+}
+
+// Keep is the merge of a child whose existing object the controller never
+// updates: nothing of it beyond its name is the controller's.
+func Keep[T any](cur, _ T) (T, bool) { return cur, false }
+
 // Ensure gets or creates want, a child of owner, and, when the existing
 // object differs in what the controller owns, updates it. It returns the
 // object as created, updated or read from the cache, and want itself when

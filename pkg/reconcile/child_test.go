@@ -7,11 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	corelisters "k8s.io/client-go/listers/core/v1"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 )
@@ -270,5 +274,42 @@ func checkErr(t *testing.T, err error, want string, is func(error) bool) {
 		t.Errorf("err = %v, want one containing %q", err, want)
 	case is != nil && !is(err):
 		t.Errorf("err = %v, of the wrong kind", err)
+	}
+}
+
+// TestChildOf: a child described by its lister and typed client is got,
+// created and updated through them, and Keep leaves an existing one as it
+// is.
+func TestChildOf(t *testing.T) {
+	client := fake.NewClientset()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	lister := corelisters.NewConfigMapLister(indexer)
+	owner := testPodOwner()
+	ch := ChildOf("ConfigMap", func(ns, name string) (*corev1.ConfigMap, error) { return lister.ConfigMaps(ns).Get(name) },
+		func(ns string) TypedClient[*corev1.ConfigMap] { return client.CoreV1().ConfigMaps(ns) }, Keep[*corev1.ConfigMap])
+	yes := true
+	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-config",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "MPIJob", Name: "job", UID: "job-uid", Controller: &yes}}},
+		Data: map[string]string{"hostfile": "a"}}
+	ctx := context.Background()
+	if _, err := Ensure(ctx, owner, ch, want); err != nil {
+		t.Fatal(err)
+	}
+	created, err := ch.Fetch(ctx, "ns", "job-config")
+	if err != nil || created.Data["hostfile"] != "a" {
+		t.Fatalf("Fetch after the create: %v, %v", created, err)
+	}
+	if err := indexer.Add(created); err != nil {
+		t.Fatal(err)
+	}
+	changed := want.DeepCopy()
+	changed.Data["hostfile"] = "b"
+	got, err := Ensure(ctx, owner, ch, changed)
+	if err != nil || got.Data["hostfile"] != "a" {
+		t.Errorf("Keep: Ensure gave %v, %v; want the existing object", got, err)
+	}
+	updated, err := ch.Update(ctx, changed)
+	if err != nil || updated.Data["hostfile"] != "b" {
+		t.Errorf("Update: %v, %v", updated, err)
 	}
 }

@@ -25,41 +25,10 @@ func owner(job *v2beta1.MPIJob) reconcile.Owner {
 	return reconcile.Owner{Kind: v2beta1.Kind, Object: job}
 }
 
-// typedClient is what reconcile.Ensure needs of a typed client of one
-// namespace, as client-go's clients are.
-type typedClient[T any] interface {
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
-	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
-	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
-}
-
-// childOf describes a kind of child read from a lister (get) and written
-// through client; merge is as reconcile.Child's.
-func childOf[T metav1.Object](kind string, get func(ns, name string) (T, error), client func(ns string) typedClient[T],
-	merge func(cur, want T) (T, bool)) reconcile.Child[T] {
-	return reconcile.Child[T]{
-		Kind: kind,
-		Get:  get,
-		Fetch: func(ctx context.Context, ns, name string) (T, error) {
-			return client(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		Create: func(ctx context.Context, obj T) (T, error) {
-			return client(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
-		},
-		Update: func(ctx context.Context, obj T) (T, error) {
-			return client(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
-		},
-		Merge: merge,
-	}
-}
-
-// keep is the merge of a child the controller never updates.
-func keep[T any](cur, _ T) (T, bool) { return cur, false }
-
 // syncService ensures the headless Service that names the job's pods.
 func (c *MPIJobController) syncService(ctx context.Context, job *v2beta1.MPIJob) error {
-	ch := childOf("Service", func(ns, name string) (*corev1.Service, error) { return c.serviceLister.Services(ns).Get(name) },
-		func(ns string) typedClient[*corev1.Service] { return c.kube.CoreV1().Services(ns) }, mergeService)
+	ch := reconcile.ChildOf("Service", func(ns, name string) (*corev1.Service, error) { return c.serviceLister.Services(ns).Get(name) },
+		func(ns string) reconcile.TypedClient[*corev1.Service] { return c.kube.CoreV1().Services(ns) }, mergeService)
 	_, err := reconcile.Ensure(ctx, owner(job), ch, newService(job))
 	return err
 }
@@ -82,9 +51,9 @@ func mergeService(cur, want *corev1.Service) (*corev1.Service, bool) {
 // in the running pods' volumes, and a new one would lock them out of each
 // other.
 func (c *MPIJobController) syncSSHSecret(ctx context.Context, job *v2beta1.MPIJob) error {
-	secrets := func(ns string) typedClient[*corev1.Secret] { return c.kube.CoreV1().Secrets(ns) }
-	ch := childOf("Secret", func(ns, name string) (*corev1.Secret, error) { return c.secretLister.Secrets(ns).Get(name) },
-		secrets, keep[*corev1.Secret])
+	secrets := func(ns string) reconcile.TypedClient[*corev1.Secret] { return c.kube.CoreV1().Secrets(ns) }
+	ch := reconcile.ChildOf("Secret", func(ns, name string) (*corev1.Secret, error) { return c.secretLister.Secrets(ns).Get(name) },
+		secrets, reconcile.Keep[*corev1.Secret])
 	// The key is made only when the Secret is created.
 	ch.Create = func(ctx context.Context, _ *corev1.Secret) (*corev1.Secret, error) {
 		key, err := generateSSHKey()
@@ -103,40 +72,16 @@ func (c *MPIJobController) syncSSHSecret(ctx context.Context, job *v2beta1.MPIJo
 
 // configMapChild reads and writes the job's ConfigMap.
 func (c *MPIJobController) configMapChild() reconcile.Child[*corev1.ConfigMap] {
-	return childOf("ConfigMap", func(ns, name string) (*corev1.ConfigMap, error) { return c.configMaps.ConfigMaps(ns).Get(name) },
-		func(ns string) typedClient[*corev1.ConfigMap] { return c.kube.CoreV1().ConfigMaps(ns) }, mergeConfigMap)
-}
-
-// mergeConfigMap takes the files and the elastic bookkeeping (the
-// annotations of elastic.State) from want; other annotations and labels
-// stay as they are.
-func mergeConfigMap(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
-	annotations := maps.Clone(cur.Annotations)
-	for _, k := range elastic.StateAnnotations() {
-		delete(annotations, k)
-	}
-	if len(want.Annotations) > 0 && annotations == nil {
-		annotations = map[string]string{}
-	}
-	maps.Copy(annotations, want.Annotations)
-	if len(annotations) == 0 {
-		annotations = nil
-	}
-	if maps.Equal(cur.Data, want.Data) && maps.Equal(cur.Annotations, annotations) {
-		return cur, false
-	}
-	merged := cur.DeepCopy()
-	merged.Data = maps.Clone(want.Data)
-	merged.Annotations = annotations
-	return merged, true
+	return reconcile.ChildOf("ConfigMap", func(ns, name string) (*corev1.ConfigMap, error) { return c.configMaps.ConfigMaps(ns).Get(name) },
+		func(ns string) reconcile.TypedClient[*corev1.ConfigMap] { return c.kube.CoreV1().ConfigMaps(ns) }, elastic.MergeFiles)
 }
 
 // launcherChild reads and creates the launcher Job. It never updates one:
 // a Job's pod template may change only while it is suspended, which
 // suspend.go handles.
 func (c *MPIJobController) launcherChild() reconcile.Child[*batchv1.Job] {
-	return childOf("Job", func(ns, name string) (*batchv1.Job, error) { return c.launcherLister.Jobs(ns).Get(name) },
-		func(ns string) typedClient[*batchv1.Job] { return c.kube.BatchV1().Jobs(ns) }, keep[*batchv1.Job])
+	return reconcile.ChildOf("Job", func(ns, name string) (*batchv1.Job, error) { return c.launcherLister.Jobs(ns).Get(name) },
+		func(ns string) reconcile.TypedClient[*batchv1.Job] { return c.kube.BatchV1().Jobs(ns) }, reconcile.Keep[*batchv1.Job])
 }
 
 // semanticallyEqual is equality as the API server sees it: quantities by

@@ -28,11 +28,11 @@ func (c *MPIJobController) syncPodGroup(ctx context.Context, job *v2beta1.MPIJob
 }
 
 func (c *MPIJobController) volcanoGroupChild() reconcile.Child[*volcanov1beta1.PodGroup] {
-	return childOf("PodGroup",
+	return reconcile.ChildOf("PodGroup",
 		func(ns, name string) (*volcanov1beta1.PodGroup, error) {
 			return c.volcanoGroups.PodGroups(ns).Get(name)
 		},
-		func(ns string) typedClient[*volcanov1beta1.PodGroup] {
+		func(ns string) reconcile.TypedClient[*volcanov1beta1.PodGroup] {
 			return c.volcano.SchedulingV1beta1().PodGroups(ns)
 		},
 		mergeVolcanoGroup)
@@ -61,11 +61,11 @@ func mergeVolcanoGroup(cur, want *volcanov1beta1.PodGroup) (*volcanov1beta1.PodG
 }
 
 func (c *MPIJobController) schedPluginsGroupChild() reconcile.Child[*schedv1alpha1.PodGroup] {
-	return childOf("PodGroup",
+	return reconcile.ChildOf("PodGroup",
 		func(ns, name string) (*schedv1alpha1.PodGroup, error) {
 			return c.schedPluginGroups.PodGroups(ns).Get(name)
 		},
-		func(ns string) typedClient[*schedv1alpha1.PodGroup] {
+		func(ns string) reconcile.TypedClient[*schedv1alpha1.PodGroup] {
 			return c.schedPlugins.SchedulingV1alpha1().PodGroups(ns)
 		},
 		mergeSchedPluginsGroup)

@@ -1,0 +1,37 @@
+package elastic
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// MergeFiles returns cur, the object that holds a job's files as the
+// cluster has it, with what the writer owns taken from want: the data
+// (hostfile, discover_hosts.sh, ...) and the State annotations (set as
+// want has them, removed where it has none). Other annotations and labels
+// stay as they are. It reports whether that differs from cur, and never
+// modifies cur.
+func MergeFiles(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
+	keys := StateAnnotations()
+	same := maps.Equal(cur.Data, want.Data)
+	for _, k := range keys {
+		same = same && cur.Annotations[k] == want.Annotations[k]
+	}
+	if same {
+		return cur, false
+	}
+	merged := cur.DeepCopy()
+	merged.Data = maps.Clone(want.Data)
+	for _, k := range keys {
+		if v, ok := want.Annotations[k]; ok {
+			if merged.Annotations == nil {
+				merged.Annotations = map[string]string{}
+			}
+			merged.Annotations[k] = v
+		} else {
+			delete(merged.Annotations, k)
+		}
+	}
+	return merged, true
+}

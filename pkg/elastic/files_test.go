@@ -1,0 +1,66 @@
+package elastic
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestMergeFiles(t *testing.T) {
+	cm := func(data, annotations map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "job-config", Annotations: annotations}, Data: data}
+	}
+	files := map[string]string{"discover_hosts.sh": "#!/bin/sh\necho w-0\n"}
+	other := map[string]string{"discover_hosts.sh": "#!/bin/sh\n"}
+	cases := []struct {
+		name      string
+		cur, want *corev1.ConfigMap
+		merged    *corev1.ConfigMap
+		changed   bool
+	}{
+		{
+			name:   "same files and state",
+			cur:    cm(files, map[string]string{AnnotationNextWorkerIndex: "3", "team": "a"}),
+			want:   cm(files, map[string]string{AnnotationNextWorkerIndex: "3"}),
+			merged: cm(files, map[string]string{AnnotationNextWorkerIndex: "3", "team": "a"}),
+		},
+		{
+			name:    "new files keep foreign annotations",
+			cur:     cm(other, map[string]string{"team": "a"}),
+			want:    cm(files, nil),
+			merged:  cm(files, map[string]string{"team": "a"}),
+			changed: true,
+		},
+		{
+			name:    "state set",
+			cur:     cm(files, nil),
+			want:    cm(files, map[string]string{AnnotationNextWorkerIndex: "4", AnnotationBelowMinSince: "2026-01-02T03:04:05Z"}),
+			merged:  cm(files, map[string]string{AnnotationNextWorkerIndex: "4", AnnotationBelowMinSince: "2026-01-02T03:04:05Z"}),
+			changed: true,
+		},
+		{
+			name:    "state cleared",
+			cur:     cm(files, map[string]string{AnnotationBelowMinSince: "2026-01-02T03:04:05Z", AnnotationNextWorkerIndex: "4"}),
+			want:    cm(files, map[string]string{AnnotationNextWorkerIndex: "4"}),
+			merged:  cm(files, map[string]string{AnnotationNextWorkerIndex: "4"}),
+			changed: true,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.cur.DeepCopy()
+			merged, changed := MergeFiles(tc.cur, tc.want)
+			if changed != tc.changed {
+				t.Errorf("changed = %v, want %v", changed, tc.changed)
+			}
+			if diff := cmp.Diff(tc.merged, merged); diff != "" {
+				t.Errorf("merged (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.cur); diff != "" {
+				t.Errorf("cur modified (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
