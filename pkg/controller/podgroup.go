@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/gang"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
@@ -36,27 +36,7 @@ func (c *MPIJobController) syncPodGroup(ctx context.Context, job *kubeflow.MPIJo
 func (c *MPIJobController) podGroupChild() reconcile.Child[*volcanov1beta1.PodGroup] {
 	return reconcile.ChildOf("PodGroup", func(ns, name string) (*volcanov1beta1.PodGroup, error) { return c.pgLister.PodGroups(ns).Get(name) },
 		func(ns string) reconcile.TypedClient[*volcanov1beta1.PodGroup] { return c.podGroups(ns) },
-		mergePodGroup)
-}
-
-// mergePodGroup takes from want the fields the job decides: minMember
-// always, and the queue, priority class and minimum resources only where
-// the job's scheduling policy sets them. What it leaves unset stays as
-// volcano or an admin set it: volcano fills in the namespace's queue, and
-// overwriting that would move the job out of its queue and quota.
-func mergePodGroup(cur, want *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, bool) {
-	merged := cur.DeepCopy()
-	merged.Spec.MinMember = want.Spec.MinMember
-	if want.Spec.Queue != "" {
-		merged.Spec.Queue = want.Spec.Queue
-	}
-	if want.Spec.PriorityClassName != "" {
-		merged.Spec.PriorityClassName = want.Spec.PriorityClassName
-	}
-	if want.Spec.MinResources != nil {
-		merged.Spec.MinResources = want.Spec.MinResources
-	}
-	return merged, !equality.Semantic.DeepEqual(cur.Spec, merged.Spec)
+		gang.MergeVolcano)
 }
 
 // deletePodGroup removes the PodGroup of a finished job whose pods are

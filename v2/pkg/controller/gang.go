@@ -10,6 +10,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/kubeflow/mpi-operator/pkg/gang"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
@@ -35,29 +36,7 @@ func (c *MPIJobController) volcanoGroupChild() reconcile.Child[*volcanov1beta1.P
 		func(ns string) reconcile.TypedClient[*volcanov1beta1.PodGroup] {
 			return c.volcano.SchedulingV1beta1().PodGroups(ns)
 		},
-		mergeVolcanoGroup)
-}
-
-// mergeVolcanoGroup takes from want the gang's size always, and its queue,
-// priority class and minimum resources where the job sets them. What the
-// job leaves open stays as volcano or an admin set it: volcano fills in
-// the namespace's queue, and taking it away would move the job out of its
-// queue and quota.
-func mergeVolcanoGroup(cur, want *volcanov1beta1.PodGroup) (*volcanov1beta1.PodGroup, bool) {
-	spec := *cur.Spec.DeepCopy()
-	spec.MinMember = want.Spec.MinMember
-	overwriteIfSet(&spec.Queue, want.Spec.Queue)
-	overwriteIfSet(&spec.PriorityClassName, want.Spec.PriorityClassName)
-	if want.Spec.MinResources != nil {
-		res := want.Spec.MinResources.DeepCopy()
-		spec.MinResources = &res
-	}
-	if semanticallyEqual(spec, cur.Spec) {
-		return cur, false
-	}
-	merged := cur.DeepCopy()
-	merged.Spec = spec
-	return merged, true
+		gang.MergeVolcano)
 }
 
 func (c *MPIJobController) schedPluginsGroupChild() reconcile.Child[*schedv1alpha1.PodGroup] {
@@ -88,14 +67,6 @@ func mergeSchedPluginsGroup(cur, want *schedv1alpha1.PodGroup) (*schedv1alpha1.P
 	merged := cur.DeepCopy()
 	merged.Spec = spec
 	return merged, true
-}
-
-// overwriteIfSet sets *dst to v unless v is the zero value.
-func overwriteIfSet[T comparable](dst *T, v T) {
-	var zero T
-	if v != zero {
-		*dst = v
-	}
 }
 
 // deletePodGroup deletes the job's PodGroup, if it has one: the gang of a
