@@ -11,7 +11,7 @@ LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
 .PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
         test test-unit fuzz test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue testbin kueue prereqs \
         cluster-up cluster-down \
-        local-up local-down demo demo-v2 clean
+        local-up local-down demo demo-v2 bench bench-v2 clean
 
 all: build
 
@@ -133,6 +133,14 @@ demo: local-up
 demo-v2: build prereqs
 	OPERATOR=v2 hack/local-up.sh
 	hack/demo-v2.sh
+
+# hack/bench (hack/bench/README.md): the operator against its targets on a
+# control plane of its own; about 7 minutes each on 2 cores.
+bench: testbin build
+	$(GO) run ./hack/bench
+
+bench-v2: testbin build
+	$(GO) run ./hack/bench --api v2beta1
 
 clean:
 	rm -rf _output

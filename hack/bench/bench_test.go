@@ -102,7 +102,7 @@ func (f *recorderFixture) resize(to int) *resizeRec {
 }
 
 func TestRecorder(t *testing.T) {
-	f := &recorderFixture{rec: newRecorder(), obj: harness.Objects{Job: "j"}}
+	f := &recorderFixture{rec: newRecorder(harness.V1), obj: harness.Objects{Job: "j"}}
 	f.rec.addJob("j", 2)
 	f.role("j-worker-0", "j-worker-1")
 	f.pod("j-worker-0", corev1.PodPending, false, false, false)
@@ -118,7 +118,7 @@ func TestRecorder(t *testing.T) {
 	grow := f.resize(3)
 	f.role("j-worker-0", "j-worker-1", "j-worker-2")
 	f.pod("j-worker-2", corev1.PodPending, false, false, false)
-	if grow.roleAt.IsZero() || grow.podsAt.IsZero() || !grow.settledAt.IsZero() {
+	if grow.reachAt.IsZero() || grow.podsAt.IsZero() || !grow.settledAt.IsZero() {
 		t.Fatalf("growth after Role and pod: %+v", grow)
 	}
 	f.pod("j-worker-2", corev1.PodRunning, false, false, false)
@@ -160,5 +160,38 @@ func TestRecorder(t *testing.T) {
 	f.hosts("j-worker-1")
 	if len(f.rec.hist.ListedAfterDrain) != 1 {
 		t.Errorf("listed after drain: %v", f.rec.hist.ListedAfterDrain)
+	}
+}
+
+// A v2beta1 growth is reachable once the job Service's EndpointSlices name
+// every new worker, and settles only then.
+func TestRecorderV2beta1(t *testing.T) {
+	f := &recorderFixture{rec: newRecorder(harness.V2beta1), obj: harness.Objects{Job: "j", API: harness.V2beta1}}
+	slice := func(names ...string) {
+		f.rec.handlers("endpointslice").UpdateFunc(nil, f.obj.Slice("j-abcde", names...))
+	}
+	f.rec.addJob("j", 1)
+	f.pod("j-worker-0", corev1.PodRunning, false, false, false)
+	slice("j-worker-0")
+	f.hosts("j-worker-0")
+	if j := f.rec.jobs["j"]; !j.idle() {
+		t.Fatal("the job is not settled after its worker was listed")
+	}
+	grow := f.resize(2)
+	f.pod("j-worker-1", corev1.PodRunning, false, false, false)
+	if !grow.reachAt.IsZero() {
+		t.Fatal("reachable before any EndpointSlice named the new worker")
+	}
+	slice("j-worker-0", "j-worker-1")
+	f.hosts("j-worker-0", "j-worker-1")
+	if grow.reachAt.IsZero() || grow.settledAt.IsZero() {
+		t.Fatalf("growth did not settle: %+v", grow)
+	}
+	j := f.rec.jobs["j"]
+	if got := f.rec.hist.Unreachable(j.JobHistory); len(got) != 0 {
+		t.Errorf("unreachable %v", got)
+	}
+	if resolve, listed := j.resolveTimes(); len(resolve) != 2 || len(listed) != 2 {
+		t.Errorf("resolve times %v, listed after resolving %v", resolve, listed)
 	}
 }

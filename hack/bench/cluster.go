@@ -93,6 +93,10 @@ func startCluster(ctx context.Context, o *options) (*cluster, error) {
 		"CONTROLLER_MANAGER_EXTRA_ARGS=--kube-api-qps=200 --kube-api-burst=400",
 		"SCHEDULER_EXTRA_ARGS=--kube-api-qps=200 --kube-api-burst=400",
 	)
+	if o.api.LauncherJob {
+		// The launcher runs for the whole scenario, as a training would.
+		settings = append(settings, "KWOK_JOB_PODS_COMPLETE=false")
+	}
 	c.params = fmt.Sprintf("fresh local control plane (hack/cluster-up.sh): %d kwok nodes x %d pods; "+
 		"kube-controller-manager and kube-scheduler at --kube-api-qps=200 --kube-api-burst=400", nodes, podsPerNode)
 	logf("starting the cluster: %d kwok nodes x %d pods (hack/cluster-up.sh)", nodes, podsPerNode)

@@ -4,15 +4,13 @@ import (
 	"context"
 
 	"k8s.io/client-go/util/retry"
-
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 )
 
 // scaleJob sets a job's worker replicas through the scale subresource, as
 // `kubectl scale` does, retrying on conflicts with the operator's status
 // writes.
-func scaleJob(ctx context.Context, c *cluster, ns, name string, replicas int) error {
+func scaleJob(ctx context.Context, o *options, c *cluster, ns, name string, replicas int) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		return harness.SetScale(ctx, c.MPI, ns, name, replicas)
+		return o.api.Scale(ctx, c.Dynamic, ns, name, replicas)
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -26,7 +25,10 @@ type latencyResult struct {
 	// settledAll is false when some resize had not settled in time.
 	settledAll bool
 
-	discovery, shrink, growRole, growPods, settle, jobListed harness.Sample
+	discovery, shrink, growReach, growPods, settle, jobListed harness.Sample
+	// resolve: each worker from Running to its name resolving, and
+	// resolvedListed from then to its listing (v2beta1).
+	resolve, resolvedListed harness.Sample
 	// discovery split: workers the jobs were created with, and workers
 	// added by resizes.
 	discoveryInitial, discoveryResize harness.Sample
@@ -38,7 +40,10 @@ type latencyResult struct {
 	excluded, failedResizes int
 	unsettled               []*resizeRec
 	neverListed             []string
-	roleAfterPod            []string
+	// unreachable: workers that existed before the Role allowed exec
+	// into them (v1), or that were listed before their name resolved
+	// (v2beta1).
+	unreachable             []string
 	createdWorkers          int
 	deletedWorkers, victims int
 	anomalies               anomalies
@@ -107,8 +112,8 @@ func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, e
 	if err := cl.FreshNamespace(ctx, latencyNamespace); err != nil {
 		return nil, err
 	}
-	rec := newRecorder()
-	stopWatch, err := harness.WatchNamespace(cl.Kube, latencyNamespace, func(kind string) cache.ResourceEventHandler { return rec.handlers(kind) })
+	rec := newRecorder(o.api)
+	stopWatch, err := harness.WatchNamespace(cl.Kube, o.api, latencyNamespace, func(kind string) cache.ResourceEventHandler { return rec.handlers(kind) })
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +138,7 @@ func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, e
 		names[i] = fmt.Sprintf("bench-%03d", i)
 		rec.addJob(names[i], o.workers)
 		job := harness.NewJob(latencyNamespace, names[i], o.workers, ep)
-		if _, err := cl.MPI.KubeflowV1().MPIJobs(latencyNamespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		if err := o.api.CreateJob(ctx, cl.Dynamic, job); err != nil {
 			return nil, fmt.Errorf("creating MPIJob %s: %w", names[i], err)
 		}
 	}
@@ -273,7 +278,7 @@ func driveResizes(ctx context.Context, o *options, cl *cluster, rec *recorder, o
 		res.resizes = append(res.resizes, rz)
 		rec.mu.Unlock()
 
-		if err := scaleJob(ctx, cl, latencyNamespace, j.Name, to); err != nil {
+		if err := scaleJob(ctx, o, cl, latencyNamespace, j.Name, to); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -321,8 +326,14 @@ func (res *latencyResult) analyze(rec *recorder) {
 				res.neverListed = append(res.neverListed, p.Name)
 			}
 		}
-		// The Role must allow a worker before the worker exists.
-		res.roleAfterPod = append(res.roleAfterPod, j.RoleAfterPod()...)
+		// v1: the Role must allow a worker before the worker exists;
+		// v2beta1: its name must resolve before it is listed.
+		res.unreachable = append(res.unreachable, rec.hist.Unreachable(j.JobHistory)...)
+		if rec.hist.API.ReachBySlices {
+			resolve, listed := j.resolveTimes()
+			res.resolve = append(res.resolve, resolve...)
+			res.resolvedListed = append(res.resolvedListed, listed...)
+		}
 	}
 	for _, rz := range res.resizes {
 		switch {
@@ -338,8 +349,8 @@ func (res *latencyResult) analyze(rec *recorder) {
 			res.settle = append(res.settle, rz.settledAt.Sub(rz.at))
 		}
 		if rz.grow() {
-			if !rz.roleAt.IsZero() {
-				res.growRole = append(res.growRole, rz.roleAt.Sub(rz.at))
+			if !rz.reachAt.IsZero() {
+				res.growReach = append(res.growReach, rz.reachAt.Sub(rz.at))
 			}
 			if !rz.podsAt.IsZero() {
 				res.growPods = append(res.growPods, rz.podsAt.Sub(rz.at))
@@ -366,8 +377,8 @@ func (rz *resizeRec) describe() string {
 	if rz.grow() {
 		if n := len(rz.newPods); n < rz.to-rz.from {
 			missing = append(missing, fmt.Sprintf("%d of %d new workers created", n, rz.to-rz.from))
-		} else if rz.roleAt.IsZero() {
-			missing = append(missing, "Role does not allow every new worker")
+		} else if rz.reachAt.IsZero() {
+			missing = append(missing, "not every new worker is reachable (Role or EndpointSlice)")
 		}
 	} else {
 		if n := len(rz.victims); n < rz.from-rz.to {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ func (s *stringList) String() string     { return strings.Join(*s, " ") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 type options struct {
+	api         harness.API
 	root        string
 	localDir    string
 	operatorBin string
@@ -60,10 +62,11 @@ func (o *options) runs(s string) bool { return slices.Contains(o.scenarios, s) }
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	var scenarios string
+	var scenarios, api string
+	fs.StringVar(&api, "api", harness.V1.Version, "MPIJob version, and so the operator, to measure: v1 (mpi-operator) or v2beta1 (mpi-operator-v2)")
 	fs.StringVar(&o.root, "root", "", "repository root (default: found from the working directory)")
 	fs.StringVar(&o.localDir, "local-dir", "", "directory of the bench's cluster, logs and report (default <root>/_output/bench)")
-	fs.StringVar(&o.operatorBin, "operator", "", "operator binary (default <root>/_output/bin/mpi-operator, from `make build`)")
+	fs.StringVar(&o.operatorBin, "operator", "", "operator binary (default <root>/_output/bin/mpi-operator, or mpi-operator-v2 with --api v2beta1, from `make build`)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig of an existing cluster to use instead of starting one")
 	fs.StringVar(&o.auditLog, "audit-log", "", "with --kubeconfig: the API server's audit log, written with the policy the bench writes to <local-dir>/audit-policy.yaml")
 	fs.StringVar(&o.kubectl, "kubectl", "", "with --kubeconfig: kubectl to install the CRD with (default: the pinned one of hack/testbin.sh)")
@@ -94,6 +97,10 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var ok bool
+	if o.api, ok = harness.APIByVersion(api); !ok {
+		return nil, fmt.Errorf("unknown --api %q: v1 or v2beta1", api)
 	}
 	for _, s := range strings.Split(scenarios, ",") {
 		s = strings.TrimSpace(s)
@@ -126,8 +133,12 @@ func parseFlags(args []string) (*options, error) {
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano() % 1_000_000
 	}
+	binGiven := o.operatorBin != ""
 	if err := harness.ResolvePaths("bench", &o.root, &o.localDir, &o.operatorBin, &o.out); err != nil {
 		return nil, err
+	}
+	if !binGiven {
+		o.operatorBin = filepath.Join(o.root, o.api.Binary)
 	}
 	return o, nil
 }
@@ -153,8 +164,8 @@ func run(ctx context.Context, o *options) int {
 	defer cl.stop(o.keepCluster)
 	if err == nil {
 		rep.cluster = cl.params
-		logf("installing the CRD and the operator's RBAC; the operator runs as %s", operatorUser)
-		err = cl.InstallOperator(ctx, benchRBACName)
+		logf("installing the %s CRD and the operator's RBAC; the operator runs as %s", o.api.Version, operatorUser)
+		err = cl.InstallOperator(ctx, o.api, benchRBACName)
 	}
 	if err == nil && o.runs(scenarioLatency) {
 		rep.latency, err = runLatency(ctx, o, cl)

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -98,7 +97,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 	var mu sync.Mutex
 	runningAt, listedAt := map[string]time.Time{}, map[string]time.Time{}
 	onPod := func(obj any) {
-		if p, ok := obj.(*corev1.Pod); ok && p.Status.Phase == corev1.PodRunning && p.Labels[harness.LabelRole] == "worker" {
+		if p, ok := obj.(*corev1.Pod); ok && p.Status.Phase == corev1.PodRunning && o.api.IsWorker(p.Labels) {
 			mu.Lock()
 			if _, seen := runningAt[p.Name]; !seen {
 				runningAt[p.Name] = time.Now()
@@ -111,7 +110,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 		if !ok || !strings.HasSuffix(cm.Name, harness.ConfigSuffix) {
 			return
 		}
-		hosts := harness.ParseDiscoverHosts(cm.Data[harness.DiscoverHostsKey])
+		hosts := o.api.ListedPods(cm.Data[harness.DiscoverHostsKey])
 		mu.Lock()
 		now := time.Now()
 		for h := range hosts {
@@ -139,7 +138,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 	factory.Start(stop)
 	factory.WaitForCacheSync(stop)
 	count := func() (c counts) {
-		pods, _ := podLister.List(labels.SelectorFromSet(labels.Set{harness.LabelRole: "worker"}))
+		pods, _ := podLister.List(labels.SelectorFromSet(labels.Set{o.api.LabelRole: "worker"}))
 		for _, p := range pods {
 			c.created++
 			if p.Status.Phase == corev1.PodRunning {
@@ -151,7 +150,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 			if !strings.HasSuffix(cm.Name, harness.ConfigSuffix) {
 				continue
 			}
-			for h := range harness.ParseDiscoverHosts(cm.Data[harness.DiscoverHostsKey]) {
+			for h := range o.api.ListedPods(cm.Data[harness.DiscoverHostsKey]) {
 				if !strings.HasSuffix(h, harness.LauncherSuffix) {
 					c.listed++
 				}
@@ -174,7 +173,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 		n := min(left, res.perJob)
 		left -= n
 		job := harness.NewJob(memoryNamespace, fmt.Sprintf("mem-%03d", i), n, nil)
-		if _, err := cl.MPI.KubeflowV1().MPIJobs(memoryNamespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		if err := o.api.CreateJob(ctx, cl.Dynamic, job); err != nil {
 			return nil, fmt.Errorf("creating MPIJob %s: %w", job.Name, err)
 		}
 	}

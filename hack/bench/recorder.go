@@ -11,8 +11,8 @@ import (
 	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 )
 
-// The recorder follows the pods, ConfigMaps and Roles of the bench's
-// namespace through a harness.History, which stamps every change with the
+// The recorder follows the pods, ConfigMaps and Roles (v1) or
+// EndpointSlices (v2beta1) of the bench's namespace through a harness.History, which stamps every change with the
 // time the bench received it, and gives each new or drained worker to the
 // replica change that asked for it. All latencies are differences of such
 // stamps, so the watch delay is on both ends of every measure.
@@ -32,8 +32,10 @@ type resizeRec struct {
 	newPods []*harness.Worker // growth: the first to-from workers created after at
 	victims []*harness.Worker // shrink: the first from-to workers marked draining after at
 	podsAt  time.Time         // growth: when the bench saw the last new worker
-	roleAt  time.Time         // growth: first Role version after at allowing every new worker
-	goneAt  time.Time         // shrink: discover_hosts.sh lists none of the victims
+	// growth: the first version after at of the Role (v1) or the
+	// EndpointSlices (v2beta1) that makes every new worker reachable.
+	reachAt time.Time
+	goneAt  time.Time // shrink: discover_hosts.sh lists none of the victims
 	// settledAt: to live workers, all Running, exactly those listed,
 	// victims deleted.
 	settledAt time.Time
@@ -95,8 +97,8 @@ type recorder struct {
 	changed chan struct{}
 }
 
-func newRecorder() *recorder {
-	return &recorder{hist: harness.NewHistory(), jobs: map[string]*jobRec{}, changed: make(chan struct{}, 1)}
+func newRecorder(api harness.API) *recorder {
+	return &recorder{hist: harness.NewHistory(api), jobs: map[string]*jobRec{}, changed: make(chan struct{}, 1)}
 }
 
 // addJob registers a job before it is created, so that every event of its
@@ -189,10 +191,10 @@ func (r *recorder) check(j *jobRec, now time.Time) {
 		if rz.podsAt.IsZero() {
 			rz.podsAt = rz.newPods[len(rz.newPods)-1].AddedAt
 		}
-		if rz.roleAt.IsZero() {
-			for _, v := range j.Roles {
-				if !v.At.Before(rz.at) && allIn(v.Exec, rz.newPods) {
-					rz.roleAt = v.At
+		if rz.reachAt.IsZero() {
+			for _, v := range j.Reach {
+				if !v.At.Before(rz.at) && allIn(v.Names, rz.newPods) {
+					rz.reachAt = v.At
 					break
 				}
 			}
@@ -204,7 +206,7 @@ func (r *recorder) check(j *jobRec, now time.Time) {
 	if hosts == nil || !j.settledOn(hosts, rz.to) {
 		return
 	}
-	if rz.grow() && (rz.podsAt.IsZero() || rz.roleAt.IsZero()) {
+	if rz.grow() && (rz.podsAt.IsZero() || rz.reachAt.IsZero()) {
 		return
 	}
 	if !rz.grow() && rz.goneAt.IsZero() {
@@ -239,6 +241,36 @@ func allIn(set map[string]bool, pods []*harness.Worker) bool {
 		}
 	}
 	return true
+}
+
+// resolveTimes are, for each worker that went Running and later had its
+// name resolve, the time between the two (resolve); and for each worker
+// listed after its name resolved, the time from the one to the other
+// (listed): the operator's own part of Running -> listed.
+func (j *jobRec) resolveTimes() (resolve, listed harness.Sample) {
+	for _, w := range j.AllWorkers() {
+		at := j.reachedAt(w)
+		if at.IsZero() {
+			continue
+		}
+		if !w.RunningAt.IsZero() {
+			resolve = append(resolve, max(at.Sub(w.RunningAt), 0))
+		}
+		if !w.ListedAt.IsZero() {
+			listed = append(listed, max(w.ListedAt.Sub(at), 0))
+		}
+	}
+	return resolve, listed
+}
+
+// reachedAt is when the bench first saw the worker reachable, or zero.
+func (j *jobRec) reachedAt(w *harness.Worker) time.Time {
+	for _, v := range j.Reach {
+		if v.Names[w.Name] && !v.At.Before(w.AddedAt) {
+			return v.At
+		}
+	}
+	return time.Time{}
 }
 
 // victimsGone is when discover_hosts.sh stopped listing every victim of a

@@ -43,6 +43,23 @@ func summaryRow(t *harness.Table, name string, s harness.Sample, upstream string
 	t.Add(name, harness.FmtDur(sum.P50), harness.FmtDur(sum.P99), harness.FmtDur(sum.Max), fmt.Sprint(sum.N), upstream)
 }
 
+// up is an upstream figure for the table, which only the v1 operator has:
+// upstream v0.8.0, the v2beta1 operator, cannot be built here (its module
+// is not served by the Go module proxy).
+func (r *report) up(figure string) string {
+	if r.o.api != harness.V1 {
+		return ""
+	}
+	return figure
+}
+
+func (r *report) upColumn(what string) string {
+	if r.o.api != harness.V1 {
+		return "upstream"
+	}
+	return "upstream v0.3.0" + what
+}
+
 func (r *report) operatorFlags() string {
 	s := strings.Join(r.o.operatorArgs, " ")
 	if len(r.o.operatorArgs) == 0 {
@@ -59,7 +76,10 @@ func (r *report) String() string {
 	o := r.o
 	fmt.Fprintf(&b, "## mpi-operator bench, %s\n\n", r.Started.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- machine: %s\n", r.Machine)
-	fmt.Fprintf(&b, "- operator: %s (`%s`), flags: %s\n", r.OperatorVersion, o.operatorBin, r.operatorFlags())
+	fmt.Fprintf(&b, "- operator: %s (`%s`, MPIJob %s), flags: %s\n", r.OperatorVersion, o.operatorBin, o.api.Version, r.operatorFlags())
+	if o.api != harness.V1 {
+		b.WriteString("- upstream: not measured; upstream v0.8.0 cannot be built here (its module is not served by the Go module proxy)\n")
+	}
 	if r.cluster != "" {
 		fmt.Fprintf(&b, "- cluster: %s\n", r.cluster)
 	}
@@ -84,43 +104,51 @@ func (r *report) writeLatency(b *strings.Builder, l *latencyResult) {
 	fmt.Fprintf(b, "### Latency: %d elastic jobs x %d workers, then %d resizes (%d to %d workers) at %g per second\n\n",
 		o.jobs, o.workers, o.resizes, o.minWorkers, o.maxWorkers, o.rate)
 	fmt.Fprintf(b, "elasticPolicy minReplicas %d, maxReplicas %d, drainSeconds %d; seed %d. "+
-		"Times from the bench's watch events (pods, ConfigMaps, Roles).\n\n", o.minWorkers, o.maxWorkers, o.drainSeconds, o.seed)
-	t := harness.NewTable("measure", "p50", "p99", "max", "n", "upstream v0.3.0 p50 / p99")
-	summaryRow(t, "replica change -> launcher may exec into every new worker (Role)", l.growRole, upRole)
-	summaryRow(t, "replica change -> every new worker pod exists", l.growPods, upPods)
-	summaryRow(t, "worker Running -> listed in discover_hosts.sh", l.discovery, upDiscovery)
+		"Times from the bench's watch events (pods, ConfigMaps, %s).\n\n", o.minWorkers, o.maxWorkers, o.drainSeconds, o.seed, r.reachKind())
+	t := harness.NewTable("measure", "p50", "p99", "max", "n", r.upColumn(" p50 / p99"))
+	if o.api.ReachBySlices {
+		summaryRow(t, "replica change -> every new worker resolves (EndpointSlice of the job's Service)", l.growReach, "")
+	} else {
+		summaryRow(t, "replica change -> launcher may exec into every new worker (Role)", l.growReach, r.up(upRole))
+	}
+	summaryRow(t, "replica change -> every new worker pod exists", l.growPods, r.up(upPods))
+	summaryRow(t, "worker Running -> listed in discover_hosts.sh", l.discovery, r.up(upDiscovery))
+	if o.api.ReachBySlices {
+		summaryRow(t, "... Running -> its name resolves (the EndpointSlice controller's part)", l.resolve, "")
+		summaryRow(t, "... name resolves -> listed (the operator's part)", l.resolvedListed, "")
+	}
 	summaryRow(t, fmt.Sprintf("... of the workers the %d jobs were created with", o.jobs), l.discoveryInitial, "")
 	summaryRow(t, "... of the workers added by resizes", l.discoveryResize, "")
-	summaryRow(t, "shrink -> victims gone from discover_hosts.sh", l.shrink, upShrink)
+	summaryRow(t, "shrink -> victims gone from discover_hosts.sh", l.shrink, r.up(upShrink))
 	summaryRow(t, fmt.Sprintf("replica change -> settled (new workers Running and listed; victims deleted after drainSeconds %d)", o.drainSeconds), l.settle, "")
 	summaryRow(t, "job created -> its workers listed", l.jobListed, "")
 	b.WriteString(t.String())
 	b.WriteString("\n")
 
-	c := harness.NewTable("check", "result", "upstream v0.3.0")
-	c.Add("workers deleted while discover_hosts.sh listed them", fmt.Sprintf("%d of %d deleted workers (%d shrink victims)", len(l.anomalies.deletedWhileListed), l.deletedWorkers, l.victims), upDeleted)
+	c := harness.NewTable("check", "result", r.upColumn(""))
+	c.Add("workers deleted while discover_hosts.sh listed them", fmt.Sprintf("%d of %d deleted workers (%d shrink victims)", len(l.anomalies.deletedWhileListed), l.deletedWorkers, l.victims), r.up(upDeleted))
 	if len(l.anomalies.deletedWhileListed) > 0 {
 		c.Add("  which", harness.ShortList(l.anomalies.deletedWhileListed), "")
 	}
 	c.Add("workers listed again after being marked draining or deleted", harness.CountOf(l.anomalies.listedAfterDrain), "")
-	c.Add("workers that existed before the Role allowed exec into them", fmt.Sprintf("%s of %d", harness.CountOf(l.roleAfterPod), l.createdWorkers), "")
+	c.Add(r.unreachableCheck(), fmt.Sprintf("%s of %d", harness.CountOf(l.unreachable), l.createdWorkers), "")
 	c.Add("workers Running but never listed (not drained)", harness.CountOf(l.neverListed), "")
 	c.Add("workers created / marked draining beyond the replica changes", harness.CountOf(l.anomalies.unexpectedPods)+" / "+harness.CountOf(l.anomalies.unexpectedDrains), "")
 	unsettled := fmt.Sprintf("%d of %d", len(l.unsettled), len(l.resizes)-l.excluded-l.failedResizes)
-	c.Add(fmt.Sprintf("resizes not settled within %s", o.settleTimeout), unsettled, upUnsettled)
+	c.Add(fmt.Sprintf("resizes not settled within %s", o.settleTimeout), unsettled, r.up(upUnsettled))
 	if l.excluded > 0 {
 		c.Add("resizes left out (issued while the same job was still resizing, or superseded)", fmt.Sprint(l.excluded), "")
 	}
 	if l.failedResizes > 0 {
 		c.Add("resizes the API refused", fmt.Sprint(l.failedResizes), "")
 	}
-	c.Add(fmt.Sprintf("all %d jobs listing their workers", o.jobs), harness.FmtDur(l.allListed.Sub(l.start))+" after the first create", upAllListed)
+	c.Add(fmt.Sprintf("all %d jobs listing their workers", o.jobs), harness.FmtDur(l.allListed.Sub(l.start))+" after the first create", r.up(upAllListed))
 	c.Add("workers listed before the bench saw them Running (counted as 0 s)", fmt.Sprint(l.earlyListed), "")
 	if l.audit != nil {
 		rest := countRequests(l.audit, l.restFrom, l.restTo)
 		mins := o.restWindow.Minutes()
 		c.Add(fmt.Sprintf("operator API writes at rest, %s (leader Lease excluded)", o.restWindow), breakdown(rest.writes), "")
-		c.Add(fmt.Sprintf("leader-election Lease writes at rest, %s", o.restWindow), fmt.Sprintf("%d (%.0f a minute)", rest.leaseWrites, float64(rest.leaseWrites)/mins), upLeader)
+		c.Add(fmt.Sprintf("leader-election Lease writes at rest, %s", o.restWindow), fmt.Sprintf("%d (%.0f a minute)", rest.leaseWrites, float64(rest.leaseWrites)/mins), r.up(upLeader))
 		c.Add(fmt.Sprintf("operator API reads at rest, %s", o.restWindow), breakdown(rest.reads), "")
 		create := countRequests(l.audit, l.start, l.allListed.Add(time.Second))
 		c.Add(fmt.Sprintf("operator API writes while creating the %d jobs", o.jobs), breakdown(create.writes), "")
@@ -132,11 +160,12 @@ func (r *report) writeLatency(b *strings.Builder, l *latencyResult) {
 	} else {
 		c.Add("operator API requests", "not measured (no audit log)", "")
 	}
-	c.Add(fmt.Sprintf("pod / ConfigMap / Role changes seen at rest, %s", o.restWindow), fmt.Sprintf("%d / %d / %d", l.restEvents["pod"], l.restEvents["configmap"], l.restEvents["role"]), "")
-	c.Add("operator peak RSS (VmHWM)", fmtMiB(l.mem.HWM), upRSS)
+	c.Add(fmt.Sprintf("pod / ConfigMap / %s changes seen at rest, %s", r.reachKind(), o.restWindow),
+		fmt.Sprintf("%d / %d / %d", l.restEvents["pod"], l.restEvents["configmap"], l.restEvents["role"]+l.restEvents["endpointslice"]), "")
+	c.Add("operator peak RSS (VmHWM)", fmtMiB(l.mem.HWM), r.up(upRSS))
 	c.Add("operator Go memory at the end", l.goMem.String(), "")
 	c.Add("operator CPU time (user + system)", harness.FmtDur(l.cpu), "")
-	if l.histOK {
+	if l.histOK && l.hist.count > 0 {
 		c.Add("operator's own mpi_operator_worker_discovery_seconds", fmt.Sprintf("n %.0f, p50 %s, p99 %s",
 			l.hist.count, fmtBound(l.hist.quantileBound(0.5)), fmtBound(l.hist.quantileBound(0.99))), "")
 	}
@@ -162,7 +191,7 @@ func (r *report) writeLatency(b *strings.Builder, l *latencyResult) {
 
 func (r *report) writeMemory(b *strings.Builder, m *memoryResult) {
 	fmt.Fprintf(b, "### Memory: %d worker pods (%d jobs x %d workers, no elasticPolicy)\n\n", m.pods, m.jobs, m.perJob)
-	t := harness.NewTable("measure", "result", "upstream v0.3.0 / target")
+	t := harness.NewTable("measure", "result", r.upColumn(" / target"))
 	since := func(at time.Time) string {
 		if at.IsZero() {
 			return "not reached"
@@ -181,7 +210,7 @@ func (r *report) writeMemory(b *strings.Builder, m *memoryResult) {
 	if !m.complete {
 		t.Add("stopped waiting after", harness.FmtDur(m.end.Sub(m.start)), "")
 	}
-	t.Add("operator peak RSS (VmHWM) bringing the pods up", fmtMiB(m.mem.HWM)+rssVerdict(m.mem.HWM), upRSS10k+"; target <= 95 MiB")
+	t.Add("operator peak RSS (VmHWM) bringing the pods up", fmtMiB(m.mem.HWM)+rssVerdict(m.mem.HWM), r.up(upRSS10k+"; ")+"target <= 95 MiB")
 	t.Add("operator RSS at the end", fmtMiB(m.mem.RSS), "")
 	t.Add("operator Go memory at the end", m.goMem.String(), "")
 	t.Add("operator CPU time bringing the pods up", harness.FmtDur(m.cpu), "")
@@ -225,8 +254,8 @@ func (r *report) failedChecks() []string {
 		if n := len(l.anomalies.listedAfterDrain); n > 0 {
 			out = append(out, fmt.Sprintf("%d workers listed after draining", n))
 		}
-		if n := len(l.roleAfterPod); n > 0 {
-			out = append(out, fmt.Sprintf("%d workers existed before the Role allowed them", n))
+		if n := len(l.unreachable); n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", n, r.unreachableCheck()))
 		}
 		if n := len(l.unsettled); n > 0 {
 			out = append(out, fmt.Sprintf("%d resizes did not settle", n))
@@ -250,6 +279,22 @@ func (r *report) failedChecks() []string {
 		}
 	}
 	return out
+}
+
+// reachKind is what makes a worker reachable for the launcher.
+func (r *report) reachKind() string {
+	if r.o.api.ReachBySlices {
+		return "EndpointSlices"
+	}
+	return "Roles"
+}
+
+// unreachableCheck names the check of harness.History.Unreachable.
+func (r *report) unreachableCheck() string {
+	if r.o.api.ReachBySlices {
+		return "workers listed in discover_hosts.sh before their name resolved"
+	}
+	return "workers that existed before the Role allowed exec into them"
 }
 
 func rssVerdict(b int64) string {

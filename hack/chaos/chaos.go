@@ -106,7 +106,7 @@ func runChaos(ctx context.Context, o *options) (*result, error) {
 		return res, err
 	}
 	logf("installing the CRD and the operator's RBAC; the operator runs as %s", harness.OperatorUser)
-	if err := cl.InstallOperator(ctx, rbacName); err != nil {
+	if err := cl.InstallOperator(ctx, harness.V1, rbacName); err != nil {
 		return res, err
 	}
 	if err := cl.EnsureNamespace(ctx, namespace); err != nil {
@@ -131,7 +131,7 @@ func runChaos(ctx context.Context, o *options) (*result, error) {
 
 	// The jobs.
 	jobRng := rand.New(rand.NewPCG(uint64(o.seed), 3))
-	drv := &opDriver{o: o, mpi: cl.MPI, tl: tl, rng: rand.New(rand.NewPCG(uint64(o.seed), 2)), desired: map[string]int{},
+	drv := &opDriver{o: o, mpi: cl.MPI, dyn: cl.Dynamic, tl: tl, rng: rand.New(rand.NewPCG(uint64(o.seed), 2)), desired: map[string]int{},
 		killsLeft: o.kills, cycle: expectedCycle(o), cycleStart: time.Now()}
 	created := time.Now()
 	for i := range o.jobs {

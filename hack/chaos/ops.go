@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeflow/mpi-operator/hack/internal/harness"
@@ -58,11 +59,11 @@ type scaleOp struct {
 }
 
 // send writes the op once.
-func (op *scaleOp) send(ctx context.Context, mpi clientset.Interface) error {
+func (op *scaleOp) send(ctx context.Context, mpi clientset.Interface, dyn dynamic.Interface) error {
 	jobs := mpi.KubeflowV1().MPIJobs(namespace)
 	switch op.method {
 	case methodScaleUpdate:
-		return harness.SetScale(ctx, mpi, namespace, op.job, op.to)
+		return harness.V1.Scale(ctx, dyn, namespace, op.job, op.to)
 	case methodScalePatch:
 		// The MPIJob client cannot decode a Scale: take the raw answer.
 		_, err := mpi.KubeflowV1().RESTClient().Patch(types.MergePatchType).Namespace(namespace).
@@ -91,6 +92,7 @@ func (op *scaleOp) send(ctx context.Context, mpi clientset.Interface) error {
 type opDriver struct {
 	o   *options
 	mpi clientset.Interface
+	dyn dynamic.Interface
 	tl  *timeline
 	rng *rand.Rand
 
@@ -170,7 +172,7 @@ func (d *opDriver) perform(ctx context.Context, op *scaleOp) {
 	for {
 		op.attempts++
 		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		err := op.send(rctx, d.mpi)
+		err := op.send(rctx, d.mpi, d.dyn)
 		cancel()
 		if err == nil {
 			op.done = time.Now()

@@ -49,7 +49,7 @@ type recorder struct {
 }
 
 func newRecorder(tl *timeline) *recorder {
-	return &recorder{hist: harness.NewHistory(), tl: tl}
+	return &recorder{hist: harness.NewHistory(harness.V1), tl: tl}
 }
 
 func (r *recorder) addJob(name string) {
@@ -101,9 +101,9 @@ func (r *recorder) observe(obj any, deleted bool) {
 		v := ob.Job.CurrentHosts()
 		what = append(what, fmt.Sprintf("discover_hosts.sh of %s (rv %d): %s", ob.Job.Name, v.RV, sortedNames(v.Hosts)))
 	}
-	if ob.RoleChanged {
-		v := ob.Job.Roles[len(ob.Job.Roles)-1]
-		what = append(what, fmt.Sprintf("Role %s%s exec (rv %d): %s", ob.Job.Name, harness.LauncherSuffix, v.RV, sortedNames(v.Exec)))
+	if ob.ReachChanged {
+		v := ob.Job.Reach[len(ob.Job.Reach)-1]
+		what = append(what, fmt.Sprintf("Role %s%s exec (rv %d): %s", ob.Job.Name, harness.LauncherSuffix, v.RV, sortedNames(v.Names)))
 	}
 	if len(what) > 0 {
 		r.changes++

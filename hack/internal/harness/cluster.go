@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -58,9 +59,10 @@ type Cluster struct {
 	Kubeconfig string // admin
 	Kubectl    string // the pinned kubectl
 
-	Config *rest.Config
-	Kube   kubernetes.Interface
-	MPI    clientset.Interface
+	Config  *rest.Config
+	Kube    kubernetes.Interface
+	MPI     clientset.Interface
+	Dynamic dynamic.Interface
 
 	// OperatorKubeconfig authenticates as the operator's ServiceAccount;
 	// set by InstallOperator.
@@ -124,7 +126,10 @@ func (c *Cluster) connect(userAgent string) error {
 	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
-	c.MPI, err = clientset.NewForConfig(cfg)
+	if c.MPI, err = clientset.NewForConfig(cfg); err != nil {
+		return err
+	}
+	c.Dynamic, err = dynamic.NewForConfig(cfg)
 	return err
 }
 
@@ -157,15 +162,15 @@ func (c *Cluster) KubectlRun(ctx context.Context, args ...string) error {
 	return nil
 }
 
-// InstallOperator installs the CRD and the operator's ClusterRole from
-// manifests/base, binds the role (ClusterRoleBinding bindingName) to the
+// InstallOperator installs the CRD and the operator's ClusterRole from the
+// API's manifests, binds the role (ClusterRoleBinding bindingName) to the
 // ServiceAccount OperatorNamespace/OperatorSA, and writes a kubeconfig with a
 // token of that ServiceAccount to <Dir>/operator.kubeconfig.
-func (c *Cluster) InstallOperator(ctx context.Context, bindingName string) error {
+func (c *Cluster) InstallOperator(ctx context.Context, api API, bindingName string) error {
 	// Server-side: the CRD is too large for the last-applied annotation of
 	// a client-side apply if it carries every description.
 	for _, f := range []string{"crd.yaml", "cluster-role.yaml"} {
-		if err := c.KubectlRun(ctx, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join("manifests", "base", f)); err != nil {
+		if err := c.KubectlRun(ctx, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(api.Manifests, f)); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -57,7 +58,7 @@ func (f *historyFixture) hosts(names ...string) {
 func (f *historyFixture) role(names ...string) { f.h.Observe(time.Now(), f.obj.Role(names...), false) }
 
 func TestHistory(t *testing.T) {
-	f := &historyFixture{h: NewHistory(), obj: Objects{Job: "j"}}
+	f := &historyFixture{h: NewHistory(V1), obj: Objects{Job: "j"}}
 	j := f.h.AddJob("j")
 	f.role("j-worker-0")
 	if ob := f.pod("j-worker-0", "u0", corev1.PodPending, false, false); !ob.NewWorker || ob.Job != j {
@@ -107,6 +108,70 @@ func TestHistory(t *testing.T) {
 	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "k-worker-0", Labels: map[string]string{LabelJobName: "k", LabelRole: "worker"}}}
 	if ob := f.h.Observe(time.Now(), other, false); ob.Job != nil {
 		t.Errorf("a pod of an unknown job was taken: %+v", ob)
+	}
+}
+
+// The v2beta1 operator's workers are reachable once an EndpointSlice of
+// the job's Service names them; listing one earlier is the anomaly.
+func TestHistoryV2beta1(t *testing.T) {
+	f := &historyFixture{h: NewHistory(V2beta1), obj: Objects{Job: "j", API: V2beta1}}
+	j := f.h.AddJob("j")
+	if ob := f.pod("j-worker-0", "u0", corev1.PodRunning, false, false); !ob.NewWorker {
+		t.Fatalf("a worker with v2beta1 labels was not taken: %+v", ob)
+	}
+	f.pod("j-worker-1", "u1", corev1.PodRunning, false, false)
+	if ob := f.h.Observe(time.Now(), f.obj.Slice("j-a", "j-worker-0"), false); !ob.ReachChanged {
+		t.Errorf("slice not observed: %+v", ob)
+	}
+	// A second slice adds j-worker-1; an endpoint without the pod's name
+	// as hostname does not make a name resolve.
+	other := f.obj.Slice("j-b", "j-worker-1", "j-worker-2")
+	other.Endpoints[1].Hostname = nil
+	f.h.Observe(time.Now(), other, false)
+	if got := j.Reach[len(j.Reach)-1].Names; len(got) != 2 || !got["j-worker-0"] || !got["j-worker-1"] {
+		t.Errorf("reachable = %v", got)
+	}
+	f.hosts("j-worker-0", "j-worker-1")
+	if !j.Workers["j-worker-1"].ListedAt.After(time.Time{}) {
+		t.Error("FQDN host lines were not mapped to their pods")
+	}
+	// Slice j-b goes (the watch's deletion carries a new revision), then
+	// j-worker-1 leaves the script; j-worker-2 is listed without any slice
+	// naming it.
+	f.h.Observe(time.Now(), f.obj.Slice("j-b"), true)
+	f.hosts("j-worker-0")
+	f.pod("j-worker-2", "u2", corev1.PodRunning, false, false)
+	f.hosts("j-worker-0", "j-worker-1", "j-worker-2")
+	if got := f.h.Unreachable(j); !slices.Equal(got, []string{"j-worker-2"}) {
+		t.Errorf("Unreachable = %v, want [j-worker-2]", got)
+	}
+	if got := j.RoleAfterPod(); len(got) != 3 {
+		t.Errorf("no Role exists for v2beta1: RoleAfterPod = %v", got)
+	}
+}
+
+func TestAPIJobObject(t *testing.T) {
+	u, err := V2beta1.JobObject(NewJob("ns", "j", 3, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.GetAPIVersion() != "kubeflow.org/v2beta1" || u.GetKind() != "MPIJob" || u.GetName() != "j" {
+		t.Errorf("object %s %s %s", u.GetAPIVersion(), u.GetKind(), u.GetName())
+	}
+	if n, _, _ := unstructured.NestedInt64(u.Object, "spec", "mpiReplicaSpecs", "Worker", "replicas"); n != 3 {
+		t.Errorf("worker replicas %d", n)
+	}
+	if _, found := u.Object["status"]; found {
+		t.Error("the object carries a status")
+	}
+	if a, ok := APIByVersion("v2beta1"); !ok || a.Binary != "_output/bin/mpi-operator-v2" {
+		t.Errorf("APIByVersion(v2beta1) = %+v, %v", a, ok)
+	}
+	if _, ok := APIByVersion("v2"); ok {
+		t.Error("an unknown version was accepted")
+	}
+	if got := V2beta1.ListedPods("#!/bin/sh\necho j-worker-0.j.ns.svc\necho j-worker-1.j.ns.svc\n"); len(got) != 2 || !got["j-worker-1"] {
+		t.Errorf("ListedPods = %v", got)
 	}
 }
 

@@ -8,15 +8,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
-// History follows the worker pods, discover_hosts.sh and launcher Roles of
-// MPIJobs through watch events and stamps every change with the time the
-// harness received it.
+// History follows the worker pods, discover_hosts.sh and what makes a
+// worker reachable (the launcher's Role for v1, the job Service's
+// EndpointSlices for v2beta1) of MPIJobs through watch events and stamps
+// every change with the time the harness received it.
 //
 // Orderings that must hold whatever the timing ("deleted while listed",
 // "Role before pod") are decided with resourceVersions: a cluster with a
@@ -25,6 +27,7 @@ import (
 // A History is not safe for concurrent use: its owner serializes Observe
 // and its reads.
 type History struct {
+	API  API
 	Jobs map[string]*JobHistory
 	// DeletedWhileListed are workers that got a deletionTimestamp (or a
 	// DELETE event) while the ConfigMap version written before that
@@ -58,11 +61,13 @@ type HostsVersion struct {
 	Hosts map[string]bool
 }
 
-// RoleVersion is one set of workers the launcher's Role allows exec into.
-type RoleVersion struct {
-	At   time.Time
-	RV   int64
-	Exec map[string]bool
+// ReachVersion is one set of reachable workers: those the launcher's Role
+// allows exec into (v1), or those the job Service's EndpointSlices name
+// (v2beta1).
+type ReachVersion struct {
+	At    time.Time
+	RV    int64
+	Names map[string]bool
 }
 
 // Worker is the life of one worker pod as the harness saw it.
@@ -98,7 +103,7 @@ func (w *Worker) Live() bool {
 type JobHistory struct {
 	Name  string
 	Hosts []HostsVersion
-	Roles []RoleVersion
+	Reach []ReachVersion
 	// Workers holds the latest worker of each name.
 	Workers map[string]*Worker
 	// Replaced are earlier workers whose name a later worker took.
@@ -107,15 +112,18 @@ type JobHistory struct {
 	MaxLive int
 	// early holds names listed before the harness saw their pod.
 	early map[string]HostsVersion
+	// slices are the workers each EndpointSlice of the job's Service
+	// names (v2beta1).
+	slices map[string]map[string]bool
 }
 
-// NewHistory returns an empty History.
-func NewHistory() *History { return &History{Jobs: map[string]*JobHistory{}} }
+// NewHistory returns an empty History of jobs of the API.
+func NewHistory(api API) *History { return &History{API: api, Jobs: map[string]*JobHistory{}} }
 
 // AddJob registers a job, before it is created so that every event of its
 // children finds it. Events of jobs not registered are ignored.
 func (h *History) AddJob(name string) *JobHistory {
-	j := &JobHistory{Name: name, Workers: map[string]*Worker{}, early: map[string]HostsVersion{}}
+	j := &JobHistory{Name: name, Workers: map[string]*Worker{}, early: map[string]HostsVersion{}, slices: map[string]map[string]bool{}}
 	h.Jobs[name] = j
 	return j
 }
@@ -134,10 +142,10 @@ func (j *JobHistory) HostsBefore(rv int64) map[string]bool {
 	return latestBefore(j.Hosts, rv, func(v HostsVersion) (int64, map[string]bool) { return v.RV, v.Hosts })
 }
 
-// ExecBefore is the set of workers the newest Role write older than
-// revision rv allowed exec into.
-func (j *JobHistory) ExecBefore(rv int64) map[string]bool {
-	return latestBefore(j.Roles, rv, func(v RoleVersion) (int64, map[string]bool) { return v.RV, v.Exec })
+// ReachBefore is the set of workers reachable after the newest write
+// older than revision rv of a Role or EndpointSlice.
+func (j *JobHistory) ReachBefore(rv int64) map[string]bool {
+	return latestBefore(j.Reach, rv, func(v ReachVersion) (int64, map[string]bool) { return v.RV, v.Names })
 }
 
 // latestBefore returns the names of the newest version older than rv.
@@ -167,12 +175,33 @@ func (j *JobHistory) AllWorkers() []*Worker {
 }
 
 // RoleAfterPod are the workers created while the launcher's Role did not
-// allow exec into them: the Role version in force at the pod's first
+// allow exec into them (v1): the Role version in force at the pod's first
 // version the harness saw does not name it.
 func (j *JobHistory) RoleAfterPod() []string {
+	return j.workersWhere(func(w *Worker) bool { return !j.ReachBefore(w.AddedRV + 1)[w.Name] })
+}
+
+// ListedBeforeResolvable are the workers that discover_hosts.sh listed
+// while no EndpointSlice of the job's Service named them (v2beta1): the
+// slices in force at the first ConfigMap version listing the worker do not
+// name it.
+func (j *JobHistory) ListedBeforeResolvable() []string {
+	return j.workersWhere(func(w *Worker) bool { return w.ListedRV != 0 && !j.ReachBefore(w.ListedRV)[w.Name] })
+}
+
+// Unreachable are the workers that broke the API's ordering: RoleAfterPod
+// for v1, ListedBeforeResolvable for v2beta1.
+func (h *History) Unreachable(j *JobHistory) []string {
+	if h.API.ReachBySlices {
+		return j.ListedBeforeResolvable()
+	}
+	return j.RoleAfterPod()
+}
+
+func (j *JobHistory) workersWhere(bad func(*Worker) bool) []string {
 	var out []string
 	for _, w := range j.AllWorkers() {
-		if !j.ExecBefore(w.AddedRV + 1)[w.Name] {
+		if bad(w) {
 			out = append(out, w.Name)
 		}
 	}
@@ -188,9 +217,9 @@ type Observation struct {
 	Worker *Worker
 	// NewWorker: the first event of this worker; Running, Drained,
 	// Deleting: its first in phase Running, with the draining mark,
-	// deleted; HostsChanged, RoleChanged: a new version.
+	// deleted; HostsChanged, ReachChanged: a new version.
 	NewWorker, Running, Drained, Deleting bool
-	HostsChanged, RoleChanged             bool
+	HostsChanged, ReachChanged            bool
 }
 
 // ParseRV reads a resourceVersion; 0 when it is not a number.
@@ -200,7 +229,7 @@ func ParseRV(s string) int64 {
 }
 
 // ParseDiscoverHosts returns the host names of a discover_hosts.sh: one
-// "echo <host>:<slots>" line per host.
+// "echo <host>:<slots>" (v1) or "echo <host>" (v2beta1) line per host.
 func ParseDiscoverHosts(script string) map[string]bool {
 	hosts := map[string]bool{}
 	for _, line := range strings.Split(script, "\n") {
@@ -219,8 +248,20 @@ func ParseDiscoverHosts(script string) map[string]bool {
 	return hosts
 }
 
-// Observe records one event of a pod, ConfigMap or Role (or a tombstone of
-// one) received at now.
+// ListedPods are the pods a discover_hosts.sh of the API lists.
+func (a API) ListedPods(script string) map[string]bool {
+	if !a.FQDNHosts {
+		return ParseDiscoverHosts(script)
+	}
+	pods := map[string]bool{}
+	for host := range ParseDiscoverHosts(script) {
+		pods[a.HostPod(host)] = true
+	}
+	return pods
+}
+
+// Observe records one event of a pod, ConfigMap, Role or EndpointSlice (or
+// a tombstone of one) received at now.
 func (h *History) Observe(now time.Time, obj any, deleted bool) Observation {
 	tombstone := false
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -237,15 +278,17 @@ func (h *History) Observe(now time.Time, obj any, deleted bool) Observation {
 		if !deleted {
 			return h.onRole(now, o)
 		}
+	case *discoveryv1.EndpointSlice:
+		return h.onSlice(now, o, deleted, tombstone)
 	}
 	return Observation{}
 }
 
 func (h *History) onPod(now time.Time, pod *corev1.Pod, deleted, tombstone bool) Observation {
-	if pod.Labels[LabelRole] != "worker" {
+	if !h.API.IsWorker(pod.Labels) {
 		return Observation{}
 	}
-	j := h.Jobs[pod.Labels[LabelJobName]]
+	j := h.Jobs[pod.Labels[h.API.LabelJobName]]
 	if j == nil {
 		return Observation{}
 	}
@@ -325,7 +368,7 @@ func (h *History) onConfigMap(now time.Time, cm *corev1.ConfigMap) Observation {
 		return Observation{}
 	}
 	ob := Observation{Job: j}
-	hosts := ParseDiscoverHosts(cm.Data[DiscoverHostsKey])
+	hosts := h.API.ListedPods(cm.Data[DiscoverHostsKey])
 	if cur := j.CurrentHosts(); cur != nil && maps.Equal(cur.Hosts, hosts) {
 		return ob
 	}
@@ -358,12 +401,58 @@ func (h *History) onRole(now time.Time, role *rbacv1.Role) Observation {
 	if j == nil {
 		return Observation{}
 	}
-	exec := RoleExec(role)
-	if n := len(j.Roles); n > 0 && maps.Equal(j.Roles[n-1].Exec, exec) {
+	return j.reached(now, ParseRV(role.ResourceVersion), RoleExec(role))
+}
+
+// onSlice follows the EndpointSlices of a job's Service, which is named
+// after the job: a worker is reachable while any of them names it.
+func (h *History) onSlice(now time.Time, s *discoveryv1.EndpointSlice, deleted, tombstone bool) Observation {
+	j := h.Jobs[s.Labels[discoveryv1.LabelServiceName]]
+	if j == nil {
+		return Observation{}
+	}
+	if deleted {
+		delete(j.slices, s.Name)
+	} else {
+		j.slices[s.Name] = SliceNames(s)
+	}
+	names := map[string]bool{}
+	for _, set := range j.slices {
+		maps.Copy(names, set)
+	}
+	// A watch's deletion carries the revision of the delete; a tombstone
+	// only the slice's last one: go by what the harness saw last.
+	rv := ParseRV(s.ResourceVersion)
+	if tombstone {
+		if cur := j.CurrentHosts(); cur != nil {
+			rv = max(rv, cur.RV)
+		}
+	}
+	if n := len(j.Reach); n > 0 {
+		rv = max(rv, j.Reach[n-1].RV)
+	}
+	return j.reached(now, rv, names)
+}
+
+// reached records a new set of reachable workers.
+func (j *JobHistory) reached(now time.Time, rv int64, names map[string]bool) Observation {
+	if n := len(j.Reach); n > 0 && maps.Equal(j.Reach[n-1].Names, names) {
 		return Observation{Job: j}
 	}
-	j.Roles = append(j.Roles, RoleVersion{At: now, RV: ParseRV(role.ResourceVersion), Exec: exec})
-	return Observation{Job: j, RoleChanged: true}
+	j.Reach = append(j.Reach, ReachVersion{At: now, RV: rv, Names: names})
+	return Observation{Job: j, ReachChanged: true}
+}
+
+// SliceNames are the pods an EndpointSlice gives a DNS name: endpoints of
+// a pod whose hostname is the pod's name.
+func SliceNames(s *discoveryv1.EndpointSlice) map[string]bool {
+	names := map[string]bool{}
+	for _, ep := range s.Endpoints {
+		if ep.Hostname != nil && ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" && *ep.Hostname == ep.TargetRef.Name {
+			names[ep.TargetRef.Name] = true
+		}
+	}
+	return names
 }
 
 // RoleExec is the set of pods a launcher's Role allows exec into.
@@ -388,17 +477,22 @@ func EventHandlers(on func(obj any, deleted bool)) cache.ResourceEventHandlerFun
 	}
 }
 
-// WatchNamespace starts informers on the pods, ConfigMaps and Roles of a
-// namespace, with handlers(kind) ("pod", "configmap", "role") handling the
-// events of each, and returns once their caches have synced. stop ends
-// them.
-func WatchNamespace(kube kubernetes.Interface, ns string, handlers func(kind string) cache.ResourceEventHandler) (stop func(), err error) {
+// WatchNamespace starts informers on the pods, ConfigMaps and Roles (v1)
+// or EndpointSlices (v2beta1) of a namespace, with handlers(kind) ("pod",
+// "configmap", "role", "endpointslice") handling the events of each, and
+// returns once their caches have synced. stop ends them.
+func WatchNamespace(kube kubernetes.Interface, api API, ns string, handlers func(kind string) cache.ResourceEventHandler) (stop func(), err error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns))
-	for kind, inf := range map[string]cache.SharedIndexInformer{
+	watched := map[string]cache.SharedIndexInformer{
 		"pod":       factory.Core().V1().Pods().Informer(),
 		"configmap": factory.Core().V1().ConfigMaps().Informer(),
-		"role":      factory.Rbac().V1().Roles().Informer(),
-	} {
+	}
+	if api.ReachBySlices {
+		watched["endpointslice"] = factory.Discovery().V1().EndpointSlices().Informer()
+	} else {
+		watched["role"] = factory.Rbac().V1().Roles().Informer()
+	}
+	for kind, inf := range watched {
 		if _, err := inf.AddEventHandler(handlers(kind)); err != nil {
 			return nil, err
 		}

@@ -1,15 +1,12 @@
 package harness
 
 import (
-	"context"
-
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
-	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
 )
 
 // jobImage is never pulled: kwok runs no containers.
@@ -40,18 +37,4 @@ func NewJob(ns, name string, workers int, ep *kubeflow.ElasticPolicy) *kubeflow.
 			},
 		},
 	}
-}
-
-// SetScale sets a job's worker replicas through the scale subresource, as
-// `kubectl scale` does: a read of the Scale, then an update of it, which
-// fails with a conflict when the job changed in between.
-func SetScale(ctx context.Context, mpi clientset.Interface, ns, name string, replicas int) error {
-	jobs := mpi.KubeflowV1().MPIJobs(ns)
-	sc, err := jobs.GetScale(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	sc.Spec.Replicas = int32(replicas)
-	_, err = jobs.UpdateScale(ctx, name, sc, metav1.UpdateOptions{})
-	return err
 }

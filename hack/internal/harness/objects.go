@@ -5,9 +5,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // Objects builds the children of one job as the operator writes them, each
@@ -15,7 +17,16 @@ import (
 // watch events) in tests.
 type Objects struct {
 	Job string
+	// API shapes the labels and host names; the zero value is V1.
+	API API
 	rv  int64
+}
+
+func (o *Objects) api() API {
+	if o.API.Version == "" {
+		return V1
+	}
+	return o.API
 }
 
 func (o *Objects) meta(name string) metav1.ObjectMeta {
@@ -28,7 +39,7 @@ func (o *Objects) meta(name string) metav1.ObjectMeta {
 func (o *Objects) Worker(name, uid string, phase corev1.PodPhase, draining, deleting bool) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: o.meta(name)}
 	p.UID = types.UID(uid)
-	p.Labels = map[string]string{LabelJobName: o.Job, LabelRole: "worker"}
+	p.Labels = map[string]string{o.api().LabelJobName: o.Job, o.api().LabelRole: "worker"}
 	p.Status.Phase = phase
 	if draining {
 		p.Annotations = map[string]string{AnnotationDrainingSince: "2026-01-01T00:00:00Z"}
@@ -43,7 +54,11 @@ func (o *Objects) Worker(name, uid string, phase corev1.PodPhase, draining, dele
 func (o *Objects) ConfigMap(hosts ...string) *corev1.ConfigMap {
 	script := "#!/bin/sh\n"
 	for _, h := range hosts {
-		script += "echo " + h + ":1\n"
+		if o.api().FQDNHosts {
+			script += "echo " + h + "." + o.Job + ".ns.svc.cluster.local\n"
+		} else {
+			script += "echo " + h + ":1\n"
+		}
 	}
 	return &corev1.ConfigMap{ObjectMeta: o.meta(o.Job + ConfigSuffix), Data: map[string]string{DiscoverHostsKey: script}}
 }
@@ -57,4 +72,19 @@ func (o *Objects) Role(exec ...string) *rbacv1.Role {
 			{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}, ResourceNames: exec},
 		},
 	}
+}
+
+// Slice is the EndpointSlice of the job's Service naming the given pods,
+// as the EndpointSlice controller writes it for a headless Service whose
+// pods set their subdomain.
+func (o *Objects) Slice(name string, pods ...string) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{ObjectMeta: o.meta(name)}
+	s.Labels = map[string]string{discoveryv1.LabelServiceName: o.Job}
+	for _, p := range pods {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
+			Hostname:  ptr.To(p),
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: p},
+		})
+	}
+	return s
 }
