@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/keymutex"
 	schedclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	schedlisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
@@ -60,7 +61,11 @@ type MPIJobController struct {
 	schedPluginGroups schedlisters.PodGroupLister   // nil unless scheduler-plugins gangs
 	synced            []cache.InformerSynced
 
-	queue        workqueue.TypedRateLimitingInterface[string]
+	queue workqueue.TypedRateLimitingInterface[string]
+	// discoveryQueue feeds the discovery lane (discovery.go).
+	discoveryQueue workqueue.TypedInterface[string]
+	// jobLocks keeps the two queues from syncing one job at once.
+	jobLocks     keymutex.KeyMutex
 	recorder     record.EventRecorder
 	clock        clock.Clock
 	expectations *reconcile.Expectations
@@ -130,9 +135,11 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs"}),
-		recorder:     recorder,
-		clock:        clk,
-		expectations: reconcile.NewExpectations(clk),
+		discoveryQueue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "mpijobs-discovery"}),
+		jobLocks:       keymutex.NewHashed(lockStripes),
+		recorder:       recorder,
+		clock:          clk,
+		expectations:   reconcile.NewExpectations(clk),
 	}
 	c.health = reconcile.NewHealth(clk, c.queue.Len)
 	c.pods = reconcile.PodWrites{Client: c.kube, Lister: c.podLister, Expectations: c.expectations}
@@ -142,10 +149,17 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		return cache.ResourceEventHandlerFuncs{AddFunc: handle, UpdateFunc: func(_, obj any) { handle(obj) }, DeleteFunc: handle}
 	}
 	handlers := map[cache.SharedIndexInformer]cache.ResourceEventHandler{
-		jobs.Informer(): everyEvent(c.enqueueJob),
+		jobs.Informer(): cache.ResourceEventHandlerFuncs{
+			AddFunc: c.enqueueJob,
+			UpdateFunc: func(oldObj, newObj any) {
+				c.enqueueJob(newObj)
+				c.enqueueResize(oldObj, newObj)
+			},
+			DeleteFunc: c.enqueueJob,
+		},
 		pods.Informer(): cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.handlePod,
-			UpdateFunc: func(_, obj any) { c.handlePod(obj) },
+			UpdateFunc: c.handlePodUpdate,
 			DeleteFunc: c.handlePodGone,
 		},
 		// A pod that holds a worker's name matters when it comes and when
@@ -188,13 +202,16 @@ func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
 	c.health.Starting(threadiness)
 	if err := c.waitForCaches(ctx); err != nil {
 		c.queue.ShutDown()
+		c.discoveryQueue.ShutDown()
 		return err
 	}
 	c.health.CachesSynced()
 	workers := c.startWorkers(ctx, threadiness)
+	c.startDiscoveryWorkers(ctx, workers, discoveryWorkers(threadiness))
 	<-ctx.Done()
 	klog.FromContext(ctx).Info("Stopping the workers")
 	c.queue.ShutDown()
+	c.discoveryQueue.ShutDown()
 	workers.Wait()
 	return nil
 }
@@ -232,7 +249,7 @@ func (c *MPIJobController) startWorkers(ctx context.Context, n int) *sync.WaitGr
 // processNext syncs the next job of the queue; false once the queue shuts
 // down.
 func (c *MPIJobController) processNext(ctx context.Context) bool {
-	return reconcile.ProcessNext(ctx, c.queue, c.health, c.syncHandler)
+	return reconcile.ProcessNext(ctx, c.queue, c.health, c.lockedSync)
 }
 
 // enqueueJob enqueues the MPIJob of an event.
@@ -295,11 +312,23 @@ func (c *MPIJobController) handlePod(obj any) {
 	}
 }
 
+// handlePodUpdate is handlePod, and the discovery lane for a worker whose
+// discoverability changed.
+func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
+	c.handlePod(newObj)
+	oldPod, okOld := oldObj.(*corev1.Pod)
+	newPod, okNew := newObj.(*corev1.Pod)
+	if okOld && okNew {
+		c.enqueueDiscovery(oldPod, newPod)
+	}
+}
+
 func (c *MPIJobController) handlePodGone(obj any) {
 	pod, ok := untombstone(obj).(*corev1.Pod)
 	if !ok {
 		return
 	}
+	c.enqueueDiscovery(pod, nil)
 	if key, ok := podJob(pod); ok {
 		c.expectations.ObserveCreate(key, pod.Name)
 		c.expectations.ObserveGone(key, pod.UID)
@@ -315,7 +344,12 @@ func (c *MPIJobController) handleSlice(obj any) {
 	if !ok {
 		return
 	}
-	c.enqueueIfJob(s.Namespace, s.Labels[labelApp])
+	if key, ok := c.jobKeyIfExists(s.Namespace, s.Labels[labelApp]); ok {
+		// A name that starts or stops resolving changes what
+		// discover_hosts.sh may list.
+		c.queue.Add(key)
+		c.discoveryQueue.Add(key)
+	}
 }
 
 // handleOtherPod enqueues the job whose worker name a pod the operator does
@@ -332,12 +366,20 @@ func (c *MPIJobController) handleOtherPod(obj any) {
 
 // enqueueIfJob enqueues namespace/name if such an MPIJob exists.
 func (c *MPIJobController) enqueueIfJob(namespace, name string) {
+	if key, ok := c.jobKeyIfExists(namespace, name); ok {
+		c.queue.Add(key)
+	}
+}
+
+// jobKeyIfExists is the key of namespace/name if such an MPIJob exists.
+func (c *MPIJobController) jobKeyIfExists(namespace, name string) (string, bool) {
 	if name == "" {
-		return
+		return "", false
 	}
-	if _, err := c.jobLister.MPIJobs(namespace).Get(name); err == nil {
-		c.queue.Add(namespace + "/" + name)
+	if _, err := c.jobLister.MPIJobs(namespace).Get(name); err != nil {
+		return "", false
 	}
+	return namespace + "/" + name, true
 }
 
 func jobKey(job *v2beta1.MPIJob) string { return job.Namespace + "/" + job.Name }
