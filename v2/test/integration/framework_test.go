@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	schedclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
 	kubeflow "github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 	clientset "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned"
@@ -100,6 +101,13 @@ type runningController struct {
 // nil), until stop or the end of the test.
 func startController(t *testing.T, ns string, config *rest.Config) *runningController {
 	t.Helper()
+	return runController(t, config, controller.Config{Namespace: ns})
+}
+
+// runController runs the v2 controller with cfg, and with the
+// scheduler-plugins client that cfg's gang scheduler needs.
+func runController(t *testing.T, config *rest.Config, cfg controller.Config) *runningController {
+	t.Helper()
 	if config == nil {
 		config = suite.config
 	}
@@ -115,12 +123,17 @@ func startController(t *testing.T, ns string, config *rest.Config) *runningContr
 	if err != nil {
 		t.Fatal(err)
 	}
+	var sched schedclient.Interface
+	if cfg.GangSchedulerName != "" {
+		if sched, err = schedclient.NewForConfig(config); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// The controller's log goes to the test's, shown when it fails.
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	cfg := controller.Config{Namespace: ns}
-	inf := controller.NewInformers(kube, meta, mpi, nil, nil, cfg)
-	c := controller.NewMPIJobController(ctx, kube, mpi, nil, nil, inf, cfg)
+	inf := controller.NewInformers(kube, meta, mpi, nil, sched, cfg)
+	c := controller.NewMPIJobController(ctx, kube, mpi, nil, sched, inf, cfg)
 	inf.Start(ctx.Done())
 	r := &runningController{cancel: cancel, done: make(chan struct{})}
 	go func() {
