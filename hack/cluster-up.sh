@@ -41,7 +41,9 @@
 # you create: an Exec named after a pod (or a ClusterExec selecting pods)
 # runs the exec'd command as a local process of kwok's, as root, with the
 # working directory and environment it gives; a Logs (or ClusterLogs) names
-# the file that `kubectl logs` returns. There is no default ClusterExec (an
+# the file that `kubectl logs` returns, in the CRI log format a kubelet reads
+# ("<RFC 3339 time> stdout|stderr F <line>" per line; kwok refuses other
+# lines). There is no default ClusterExec (an
 # exec with no object fails); a ClusterLogs named "default" returns the empty
 # LOCAL_DIR/kwok-logs/empty.log for every pod that has no Logs of its own.
 #   KWOK_SERVER_PORT=31250 hack/cluster-up.sh
