@@ -37,7 +37,9 @@ var (
 
 // jobManifest is an MPIJob as a user writes it: the launcher runs mpirun
 // on the program, the workers only wait. Open MPI refuses to run as root
-// unless told; these containers, like this test, run as root.
+// unless told; these containers, like this test, run as root. All "pods"
+// are processes of this machine, which may have no other interface than
+// loopback (that Open MPI's TCP transport leaves out by default).
 func jobManifest(program string) string {
 	return fmt.Sprintf(`apiVersion: kubeflow.org/v1
 kind: MPIJob
@@ -59,6 +61,8 @@ spec:
             env: &env
             - {name: OMPI_ALLOW_RUN_AS_ROOT, value: "1"}
             - {name: OMPI_ALLOW_RUN_AS_ROOT_CONFIRM, value: "1"}
+            - {name: OMPI_MCA_btl_tcp_if_include, value: lo}
+            - {name: OMPI_MCA_oob_tcp_if_include, value: lo}
     Worker:
       replicas: 2
       template:
