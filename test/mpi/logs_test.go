@@ -11,11 +11,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// criTime is how container runtimes write a log line's time, and how
+// kubectl logs --timestamps shows it: RFC 3339 with all nine digits of the
+// nanoseconds (time.RFC3339Nano drops trailing zeros).
+const criTime = "2006-01-02T15:04:05.000000000Z07:00"
+
 // appendCRILog appends text to path as a container runtime writes a
 // container's log, in the CRI format that kubelets (and kwok) read: one
-// "<RFC 3339 time> <stream> F <line>" per line. It returns the time.
+// "<time> <stream> F <line>" per line. It returns the time.
 func appendCRILog(path, stream, text string) (string, error) {
-	at := time.Now().UTC().Format(time.RFC3339Nano)
+	at := time.Now().UTC().Format(criTime)
 	var b strings.Builder
 	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		fmt.Fprintf(&b, "%s %s F %s\n", at, stream, line)
