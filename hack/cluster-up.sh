@@ -43,9 +43,10 @@
 # working directory and environment it gives; a Logs (or ClusterLogs) names
 # the file that `kubectl logs` returns, in the CRI log format a kubelet reads
 # ("<RFC 3339 time> stdout|stderr F <line>" per line; kwok refuses other
-# lines). There is no default ClusterExec (an
-# exec with no object fails); a ClusterLogs named "default" returns the empty
-# LOCAL_DIR/kwok-logs/empty.log for every pod that has no Logs of its own.
+# lines). There is no default ClusterExec (an exec with no object fails); a
+# ClusterLogs named "default" returns the empty LOCAL_DIR/kwok-logs/empty.log
+# for every pod that has no Logs of its own. A cluster already up keeps the
+# setting it was started with (hack/cluster-down.sh first to change it).
 #   KWOK_SERVER_PORT=31250 hack/cluster-up.sh
 #   "${KUBECTL}" apply -f - <<EOF
 #   apiVersion: kwok.x-k8s.io/v1alpha1
@@ -72,7 +73,8 @@
 #   KWOK_POD_CIDR              pod IPs kwok hands out [10.244.0.1/16]
 #   KWOK_NODE_IP               InternalIP of the simulated nodes [127.0.0.1]
 #   KWOK_JOB_PODS_COMPLETE     keep kwok's pod-complete stage [true]
-#   KWOK_SERVER_PORT           off when empty [empty]: see "exec and logs" above
+#   KWOK_SERVER_PORT           kwok's kubelet API port; empty turns exec and
+#                              logs off [empty] (see "kubectl exec and logs" above)
 #   KUBE_LOG_LEVEL             --v of the Kubernetes components [1]
 #   APISERVER_EXTRA_ARGS, CONTROLLER_MANAGER_EXTRA_ARGS, SCHEDULER_EXTRA_ARGS,
 #   KWOK_EXTRA_ARGS            extra flags, split on whitespace

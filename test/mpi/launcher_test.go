@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,14 +23,15 @@ import (
 // root+mountPath (root/etc/mpi holds the ConfigMap's files with their
 // modes, root/opt/kube the kubectl that kubectl-delivery would copy there,
 // root/var/run/secrets/kubernetes.io/serviceaccount a token of the pod's
-// ServiceAccount bound to the pod), and every reference to a mount path in those files and in the container's
-// environment is rewritten to its directory. Nothing else changes: the
-// scripts are the operator's, byte for byte but for that prefix.
+// ServiceAccount bound to the pod), and every reference to a mount path in
+// those files and in the container's environment is rewritten to its
+// directory. Nothing else changes: the scripts are the operator's, byte for
+// byte but for that prefix.
 type launcher struct {
 	root       string
 	kubeconfig string   // in-cluster kubectl's view of the pod's ServiceAccount files
 	command    []string // the main container's command and args
-	env        []string // the main container's env, rewritten, plus KUBECONFIG
+	env        []string // the main container's env, rewritten, plus KUBECONFIG, HOME and PATH
 	mounts     []string // mount paths, longest first
 }
 
@@ -52,6 +54,8 @@ func materialiseLauncher(ctx context.Context, ns, podName, root string) (*launch
 	for _, m := range c.VolumeMounts {
 		l.mounts = append(l.mounts, m.MountPath)
 	}
+	// A mount inside another is rewritten first.
+	slices.SortFunc(l.mounts, func(a, b string) int { return len(b) - len(a) })
 	var credentials string
 	for _, m := range c.VolumeMounts {
 		v, ok := volumes[m.Name]
@@ -104,7 +108,7 @@ func (l *launcher) fill(ctx context.Context, pod *corev1.Pod, v corev1.Volume, d
 	}
 	switch {
 	case v.ConfigMap != nil:
-		return l.fillConfigMap(ctx, pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, dir, true)
+		return writeConfigMap(ctx, pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, dir, l.rewrite)
 	case v.Projected != nil:
 		for _, src := range v.Projected.Sources {
 			if err := fillProjection(ctx, pod, src, dir); err != nil {
@@ -121,9 +125,9 @@ func (l *launcher) fill(ctx context.Context, pod *corev1.Pod, v corev1.Volume, d
 	}
 }
 
-// fillConfigMap writes the items of a ConfigMap to dir, their content
-// rewritten when rewrite is set.
-func (l *launcher) fillConfigMap(ctx context.Context, ns, name string, items []corev1.KeyToPath, dir string, rewrite bool) error {
+// writeConfigMap writes the items of a ConfigMap to dir, their content
+// passed through transform.
+func writeConfigMap(ctx context.Context, ns, name string, items []corev1.KeyToPath, dir string, transform func(string) string) error {
 	cm, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -133,13 +137,9 @@ func (l *launcher) fillConfigMap(ctx context.Context, ns, name string, items []c
 		if item.Mode != nil {
 			mode = os.FileMode(*item.Mode)
 		}
-		data := cm.Data[item.Key]
-		if rewrite {
-			data = l.rewrite(data)
-		}
 		path := filepath.Join(dir, item.Path)
 		_ = os.Remove(path) // a read-only file of an earlier fill
-		if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		if err := os.WriteFile(path, []byte(transform(cm.Data[item.Key])), mode); err != nil {
 			return err
 		}
 	}
@@ -164,7 +164,7 @@ func fillProjection(ctx context.Context, pod *corev1.Pod, src corev1.VolumeProje
 		}
 		return os.WriteFile(filepath.Join(dir, src.ServiceAccountToken.Path), []byte(tr.Status.Token), 0o600)
 	case src.ConfigMap != nil:
-		return (&launcher{}).fillConfigMap(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, dir, false)
+		return writeConfigMap(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, dir, func(s string) string { return s })
 	case src.DownwardAPI != nil:
 		for _, item := range src.DownwardAPI.Items {
 			if item.FieldRef == nil || item.FieldRef.FieldPath != "metadata.namespace" {

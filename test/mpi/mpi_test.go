@@ -168,10 +168,11 @@ func TestMPIRunThroughTheLauncher(t *testing.T) {
 // launcher's Role, and returns their names in index order.
 func waitForWorkers(ctx context.Context, t *testing.T, n int) []string {
 	t.Helper()
-	var want []string
+	var names []string
 	for i := 0; i < n; i++ {
-		want = append(want, fmt.Sprintf("%s-worker-%d", job, i))
+		names = append(names, fmt.Sprintf("%s-worker-%d", job, i))
 	}
+	want := slotsOf(names)
 	var seen string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		pods, err := env.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "mpi-job-role=worker,mpi-job-name=" + job})
@@ -207,14 +208,13 @@ func waitForWorkers(ctx context.Context, t *testing.T, n int) []string {
 			}
 		}
 		_, discovered, err2 := hostSlots(strings.Join(echoed, "\n"))
-		want := slotsOf(want)
 		return err1 == nil && err2 == nil && cmp.Equal(running, sortedKeys(want)) &&
 			cmp.Equal(inHostfile, want) && cmp.Equal(discovered, want) && cmp.Equal(granted, sortedKeys(want)), nil
 	})
 	if err != nil {
 		t.Fatalf("waiting for %d workers Running, listed and granted exec: %v; last seen: %s", n, err, seen)
 	}
-	return want
+	return names
 }
 
 // execGranted lists the pods the rules let the launcher exec into.
