@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
            -X github.com/kubeflow/mpi-operator/pkg/version.GitCommit=$(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
-        test test-unit fuzz test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue testbin kueue prereqs \
+        test test-unit fuzz test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi testbin kueue prereqs \
         cluster-up cluster-down \
         local-up local-down demo demo-v2 bench bench-v2 clean
 
@@ -50,7 +50,7 @@ verify-codegen:
 lint:
 	lint=$$(hack/tools.sh golangci-lint) && $$lint run ./... && cd v2 && $$lint run ./...
 
-test: test-unit test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue
+test: test-unit test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi
 
 # The v2 module's tests but its suites on a control plane (v2/test).
 test-unit: fuzz
@@ -100,6 +100,13 @@ test-chaos: testbin build
 # manager takes about 6 minutes).
 test-kueue: testbin kueue
 	cd v2 && $(GO) test -count=1 -timeout 15m ./test/kueue/...
+
+# Debian's Open MPI runs mpirun through the operator's kubexec.sh, as the
+# launcher's ServiceAccount, into workers on kwok nodes that serve exec and
+# logs (KWOK_SERVER_PORT), on a control plane of its own (_output/mpi);
+# about a minute and a half (test/mpi).
+test-mpi: testbin build
+	$(GO) test -count=1 -timeout 10m ./test/mpi/...
 
 kueue: prereqs
 	hack/kueue.sh > /dev/null

@@ -32,6 +32,30 @@
 # Running pod owned by a batch Job into Succeeded at once. Set
 # KWOK_JOB_PODS_COMPLETE=false to leave Job pods Running until a test ends them.
 #
+# kubectl exec and logs of simulated pods (opt-in: KWOK_SERVER_PORT=<port>).
+# kwok then serves the kubelet API of its nodes on KWOK_NODE_IP:<port> with
+# a certificate of the local CA, its nodes publish that port as their
+# kubelet endpoint, and the API server dials it for pods/exec and pods/log.
+# What an exec runs and what logs return is told by kwok.x-k8s.io/v1alpha1
+# objects that this script's CRDs (hack/lib/kwok-debugging-crds.yaml) let
+# you create: an Exec named after a pod (or a ClusterExec selecting pods)
+# runs the exec'd command as a local process of kwok's, as root, with the
+# working directory and environment it gives; a Logs (or ClusterLogs) names
+# the file that `kubectl logs` returns, in the CRI log format a kubelet reads
+# ("<RFC 3339 time> stdout|stderr F <line>" per line; kwok refuses other
+# lines). There is no default ClusterExec (an exec with no object fails); a
+# ClusterLogs named "default" returns the empty LOCAL_DIR/kwok-logs/empty.log
+# for every pod that has no Logs of its own. A cluster already up keeps the
+# setting it was started with (hack/cluster-down.sh first to change it).
+#   KWOK_SERVER_PORT=31250 hack/cluster-up.sh
+#   "${KUBECTL}" apply -f - <<EOF
+#   apiVersion: kwok.x-k8s.io/v1alpha1
+#   kind: Exec
+#   metadata: {name: POD, namespace: NS}
+#   spec: {execs: [{local: {workDir: /tmp/POD, envs: [{name: K, value: V}]}}]}
+#   EOF
+#   "${KUBECTL}" exec -n NS POD -- sh -c 'pwd; echo $K'   # /tmp/POD, V
+#
 # Environment (defaults in brackets):
 #   LOCAL_DIR                  state, logs, PID files, kubeconfig [_output/local]
 #   ETCD_PORT, ETCD_PEER_PORT  etcd client and peer ports [2379, 2380]
@@ -49,6 +73,8 @@
 #   KWOK_POD_CIDR              pod IPs kwok hands out [10.244.0.1/16]
 #   KWOK_NODE_IP               InternalIP of the simulated nodes [127.0.0.1]
 #   KWOK_JOB_PODS_COMPLETE     keep kwok's pod-complete stage [true]
+#   KWOK_SERVER_PORT           kwok's kubelet API port; empty turns exec and
+#                              logs off [empty] (see "kubectl exec and logs" above)
 #   KUBE_LOG_LEVEL             --v of the Kubernetes components [1]
 #   APISERVER_EXTRA_ARGS, CONTROLLER_MANAGER_EXTRA_ARGS, SCHEDULER_EXTRA_ARGS,
 #   KWOK_EXTRA_ARGS            extra flags, split on whitespace
@@ -80,6 +106,7 @@ KWOK_NODE_EPHEMERAL_STORAGE="${KWOK_NODE_EPHEMERAL_STORAGE:-1Ti}"
 KWOK_POD_CIDR="${KWOK_POD_CIDR:-10.244.0.1/16}"
 KWOK_NODE_IP="${KWOK_NODE_IP:-127.0.0.1}"
 KWOK_JOB_PODS_COMPLETE="${KWOK_JOB_PODS_COMPLETE:-true}"
+KWOK_SERVER_PORT="${KWOK_SERVER_PORT:-}"
 KUBE_LOG_LEVEL="${KUBE_LOG_LEVEL:-1}"
 CLUSTER_UP_TIMEOUT="${CLUSTER_UP_TIMEOUT:-120}"
 read -r -a APISERVER_EXTRA <<<"${APISERVER_EXTRA_ARGS:-}"
@@ -134,7 +161,7 @@ step "binaries in ${BIN}"
 
 # Refuse to start next to something already listening on our ports: our
 # process would die on bind, or worse, we would talk to someone else's.
-for port in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${CONTROLLER_MANAGER_PORT}" "${SCHEDULER_PORT}"; do
+for port in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${CONTROLLER_MANAGER_PORT}" "${SCHEDULER_PORT}" ${KWOK_SERVER_PORT}; do
   if (: <"/dev/tcp/127.0.0.1/${port}") 2>/dev/null; then
     log "port ${port} on 127.0.0.1 is already in use:"
     ss -ltnp "sport = :${port}" >&2 || true
@@ -145,7 +172,7 @@ done
 # an outgoing connection (the check above cannot see those); say so, since
 # the bind failure it causes later names no culprit.
 if read -r eph_lo eph_hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null; then
-  for port in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${CONTROLLER_MANAGER_PORT}" "${SCHEDULER_PORT}"; do
+  for port in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${CONTROLLER_MANAGER_PORT}" "${SCHEDULER_PORT}" ${KWOK_SERVER_PORT}; do
     if ((port >= eph_lo && port <= eph_hi)); then
       log "warning: port ${port} is in the ephemeral range ${eph_lo}-${eph_hi}; an outgoing connection may hold it"
     fi
@@ -244,6 +271,40 @@ PKI_STAMP="v2 ${KUBERNETES_SERVICE_IP}"
 if [[ "$(cat "${PKI_DIR}/.complete" 2>/dev/null)" != "${PKI_STAMP}" ]]; then
   generate_pki
   step "generated CA, certificates and service account key in ${PKI_DIR}"
+fi
+
+# kwok's serving certificate for KWOK_NODE_IP, and the API server's
+# client certificate towards it, when kwok serves exec and logs; the
+# serving one is made anew on each start, as the node IP may change.
+APISERVER_KUBELET_ARGS=()
+KWOK_SERVER_ARGS=()
+if [[ -n "${KWOK_SERVER_PORT}" ]]; then
+  {
+    cat "${PKI_DIR}/openssl.cnf"
+    printf '[kwok-server]\nbasicConstraints = critical, CA:FALSE\n'
+    printf 'keyUsage = critical, digitalSignature, keyEncipherment\nextendedKeyUsage = serverAuth\n'
+    printf 'subjectAltName = IP:%s\n' "${KWOK_NODE_IP}"
+  } >"${PKI_DIR}/kwok-server.cnf"
+  openssl req -new -newkey rsa:2048 -nodes -config "${PKI_DIR}/kwok-server.cnf" \
+    -keyout "${PKI_DIR}/kwok-server.key" -out "${PKI_DIR}/kwok-server.csr" -subj "/CN=kwok-server" 2>/dev/null
+  openssl x509 -req -in "${PKI_DIR}/kwok-server.csr" -CA "${PKI_DIR}/ca.crt" -CAkey "${PKI_DIR}/ca.key" \
+    -set_serial "0x$(openssl rand -hex 16)" -days 3650 -sha256 \
+    -extfile "${PKI_DIR}/kwok-server.cnf" -extensions kwok-server -out "${PKI_DIR}/kwok-server.crt" 2>/dev/null
+  rm -f "${PKI_DIR}/kwok-server.csr"
+  [[ -f "${PKI_DIR}/apiserver-kubelet-client.crt" ]] ||
+    gen_cert apiserver-kubelet-client "/CN=kube-apiserver-kubelet-client" client
+  APISERVER_KUBELET_ARGS=(
+    --kubelet-certificate-authority="${PKI_DIR}/ca.crt"
+    --kubelet-client-certificate="${PKI_DIR}/apiserver-kubelet-client.crt"
+    --kubelet-client-key="${PKI_DIR}/apiserver-kubelet-client.key"
+    --kubelet-preferred-address-types=InternalIP)
+  KWOK_SERVER_ARGS=(
+    --server-address="${KWOK_NODE_IP}:${KWOK_SERVER_PORT}"
+    --node-port="${KWOK_SERVER_PORT}"
+    --tls-cert-file="${PKI_DIR}/kwok-server.crt"
+    --tls-private-key-file="${PKI_DIR}/kwok-server.key"
+    --enable-crds=Exec,ClusterExec,Logs,ClusterLogs)
+  step "kwok will serve exec and logs on ${KWOK_NODE_IP}:${KWOK_SERVER_PORT}"
 fi
 
 # write_kubeconfig <file> <cert name>: credentials embedded, so the file can be copied.
@@ -371,10 +432,31 @@ start kube-apiserver \
   --endpoint-reconciler-type=none \
   --allow-privileged=true \
   --v="${KUBE_LOG_LEVEL}" \
+  "${APISERVER_KUBELET_ARGS[@]}" \
   "${APISERVER_EXTRA[@]}"
 apiserver_ready() { [[ "$(api_get /readyz)" == "ok" ]]; }
 wait_for "kube-apiserver /readyz" apiserver_ready
 step "kube-apiserver is ready on ${APISERVER_URL}"
+
+# kwok reads Exec, ClusterExec, Logs and ClusterLogs from the API: their
+# CRDs must be served before it starts.
+if [[ -n "${KWOK_SERVER_PORT}" ]]; then
+  kc apply -f "${ROOT}/hack/lib/kwok-debugging-crds.yaml" >/dev/null
+  wait_for "kwok's CRDs established" kc wait --for=condition=Established --timeout=5s \
+    crd/execs.kwok.x-k8s.io crd/clusterexecs.kwok.x-k8s.io crd/logs.kwok.x-k8s.io crd/clusterlogs.kwok.x-k8s.io
+  mkdir -p "${LOCAL_DIR}/kwok-logs"
+  : >"${LOCAL_DIR}/kwok-logs/empty.log"
+  kc apply -f - >/dev/null <<EOF
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: default
+spec:
+  logs:
+  - logsFile: ${LOCAL_DIR}/kwok-logs/empty.log
+EOF
+  step "kwok's CRDs are established; ClusterLogs default serves an empty log"
+fi
 
 # Every default controller (node lifecycle lifts the not-ready taint off kwok
 # nodes) except the three that only act with a cloud provider.
@@ -435,6 +517,7 @@ start kwok \
   --cidr="${KWOK_POD_CIDR}" \
   --node-ip="${KWOK_NODE_IP}" \
   --node-lease-duration-seconds=40 \
+  "${KWOK_SERVER_ARGS[@]}" \
   "${KWOK_EXTRA[@]}"
 step "started kube-controller-manager, kube-scheduler and kwok"
 
@@ -499,6 +582,14 @@ healthz() { [[ "$(curl -sk --max-time 2 "https://127.0.0.1:$1/healthz")" == "ok"
 wait_for "kube-controller-manager /healthz" healthz "${CONTROLLER_MANAGER_PORT}"
 wait_for "kube-scheduler /healthz" healthz "${SCHEDULER_PORT}"
 step "default ServiceAccount exists; controller-manager and scheduler healthy"
+
+if [[ -n "${KWOK_SERVER_PORT}" ]]; then
+  kwok_serving() {
+    curl -sf --max-time 2 --cacert "${PKI_DIR}/ca.crt" "https://${KWOK_NODE_IP}:${KWOK_SERVER_PORT}/healthz" >/dev/null
+  }
+  wait_for "kwok's server on ${KWOK_NODE_IP}:${KWOK_SERVER_PORT}" kwok_serving
+  step "kwok's server answers"
+fi
 
 cat >"${LOCAL_DIR}/cluster.env" <<EOF
 KUBECONFIG=${KUBECONFIG_FILE}

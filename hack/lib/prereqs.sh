@@ -10,6 +10,8 @@ declare -A PREREQ_PACKAGE=(
   [flock]=util-linux
   [setsid]=util-linux
   [unshare]=util-linux # the Kueue test (v2/test/kueue) runs its manager in a mount namespace
+  [mpirun]=openmpi-bin    # the real MPI run of test/mpi
+  [mpicc]=libopenmpi-dev  # builds that test's MPI program
 )
 
 require_commands() {
