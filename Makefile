@@ -22,8 +22,9 @@ build:
 
 generate:
 	hack/update-codegen.sh
+	/usr/bin/python3 hack/sdkgen/sdkgen.py
 
-verify: verify-gofmt verify-vet verify-tidy verify-codegen lint
+verify: verify-gofmt verify-vet verify-tidy verify-codegen lint verify-sdk
 
 verify-gofmt:
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
@@ -50,7 +51,7 @@ verify-codegen:
 lint:
 	lint=$$(hack/tools.sh golangci-lint) && $$lint run ./... && cd v2 && $$lint run ./...
 
-test: test-unit test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue
+test: test-unit test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-sdk
 
 # The v2 module's tests but its suites on a control plane (v2/test).
 test-unit: fuzz
@@ -133,6 +134,19 @@ demo: local-up
 demo-v2: build prereqs
 	OPERATOR=v2 hack/local-up.sh
 	hack/demo-v2.sh
+
+# The Python SDK (sdk/python): installed offline into a virtualenv on
+# Debian's python3, its unit tests, then its tests against a control plane
+# of its own (_output/sdk) with the v1 operator running; about a minute.
+test-sdk: testbin build
+	sdk/python/run-tests.sh
+
+# The SDK's models are generated from the CRDs by hack/sdkgen: stale ones
+# (a CRD changed, `make generate` not run) fail.
+verify-sdk:
+	/usr/bin/python3 hack/sdkgen/sdkgen.py --check
+
+.PHONY: test-sdk verify-sdk
 
 clean:
 	rm -rf _output

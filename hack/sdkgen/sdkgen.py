@@ -20,7 +20,10 @@ import os
 import re
 import sys
 
-import yaml
+try:
+    import yaml
+except ImportError:
+    sys.exit("sdkgen: run me with Debian's /usr/bin/python3 and python3-yaml (hack/install-prereqs.sh installs it)")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # libyaml's loader when python3-yaml has it: the CRDs are large.

@@ -26,7 +26,9 @@ export OPERATOR=v1 OPERATOR_MONITORING_PORT=29080 KWOK_NODES=2
 
 say() { echo "[test-sdk $(date +%H:%M:%S)] $*"; }
 
-[[ -x "${PYTHON}" ]] || { echo "test-sdk: ${PYTHON} is missing: run hack/install-prereqs.sh" >&2; exit 1; }
+# shellcheck source=hack/lib/prereqs.sh
+source hack/lib/prereqs.sh
+require_python_modules
 start=${SECONDS}
 say "installing sdk/python into ${VENV} (offline)"
 rm -rf "${VENV}"
