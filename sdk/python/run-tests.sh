@@ -6,7 +6,10 @@
 #   3. brings up a local control plane with the v1 operator running as a
 #      process (hack/local-up.sh, LOCAL_DIR=_output/sdk, ports 29xxx)
 #   4. runs the tests against it (sdk/python/tests/cluster)
-#   5. stops the operator and the control plane, also on failure or ^C.
+#   5. the same with the v2beta1 operator (OPERATOR=v2 hack/local-up.sh
+#      starts the control plane afresh with the v2 install) and
+#      sdk/python/tests/cluster_v2
+#   6. stops the operator and the control plane, also on failure or ^C.
 # The installed package is what the tests import, not the source tree.
 #
 # Environment: SDK_TEST_PYTEST_ARGS (extra pytest arguments, split on
@@ -22,7 +25,7 @@ read -r -a PYTEST_EXTRA <<<"${SDK_TEST_PYTEST_ARGS:-}"
 export LOCAL_DIR="${ROOT}/_output/sdk"
 export ETCD_PORT=29790 ETCD_PEER_PORT=29800 APISERVER_PORT=29443
 export CONTROLLER_MANAGER_PORT=29257 SCHEDULER_PORT=29259
-export OPERATOR=v1 OPERATOR_MONITORING_PORT=29080 KWOK_NODES=2
+export OPERATOR_MONITORING_PORT=29080 KWOK_NODES=2
 
 say() { echo "[test-sdk $(date +%H:%M:%S)] $*"; }
 
@@ -31,9 +34,10 @@ source hack/lib/prereqs.sh
 require_python_modules
 start=${SECONDS}
 say "installing sdk/python into ${VENV} (offline)"
-rm -rf "${VENV}"
+rm -rf "${VENV}" sdk/python/build # setuptools' build/lib could keep files since deleted
 "${PYTHON}" -m venv --system-site-packages "${VENV}"
 "${VENV}/bin/pip" install --quiet --no-build-isolation --no-index ./sdk/python
+rm -rf sdk/python/build
 
 say "unit tests"
 "${VENV}/bin/python" -m pytest -p no:cacheprovider -q sdk/python/tests/unit "${PYTEST_EXTRA[@]}"
@@ -47,10 +51,15 @@ down() {
   hack/local-down.sh >/dev/null || true
 }
 trap down EXIT
-say "control plane and operator (hack/local-up.sh, LOCAL_DIR=${LOCAL_DIR#"${ROOT}/"})"
-hack/local-up.sh >"${LOCAL_DIR}.local-up.log" 2>&1 || { cat "${LOCAL_DIR}.local-up.log"; exit 1; }
-
-say "tests against the control plane"
-MPIJOB_TEST_KUBECONFIG="${LOCAL_DIR}/kubeconfig" MPIJOB_TEST_OPERATOR_LOG="${LOCAL_DIR}/mpi-operator.log" \
-  "${VENV}/bin/python" -m pytest -p no:cacheprovider -v sdk/python/tests/cluster "${PYTEST_EXTRA[@]}"
+# cluster_tests <operator> <tests>: the operator on the control plane, then
+# the tests against it.
+cluster_tests() {
+  say "control plane and the ${1} operator (OPERATOR=${1} hack/local-up.sh, LOCAL_DIR=${LOCAL_DIR#"${ROOT}/"})"
+  OPERATOR="${1}" hack/local-up.sh >"${LOCAL_DIR}.local-up.log" 2>&1 || { cat "${LOCAL_DIR}.local-up.log"; exit 1; }
+  say "tests against the control plane: ${2}"
+  MPIJOB_TEST_KUBECONFIG="${LOCAL_DIR}/kubeconfig" \
+    "${VENV}/bin/python" -m pytest -p no:cacheprovider -v "${2}" "${PYTEST_EXTRA[@]}"
+}
+cluster_tests v1 sdk/python/tests/cluster
+cluster_tests v2 sdk/python/tests/cluster_v2
 say "passed in $((SECONDS - start)) s"

@@ -293,7 +293,7 @@ class MPIJobClient:
         name). With ``follow`` an iterator of lines that ends when the
         container does; else the whole log as a string."""
         ns = namespace or self.namespace
-        pod = self._pod_for_logs(name, worker, ns)
+        pod = _pod_for_logs(name, worker)
         kwargs: Dict[str, Any] = {}
         if container:
             kwargs["container"] = container
@@ -344,12 +344,15 @@ class MPIJobClient:
         suffix = pod.metadata.name.rsplit("-", 1)[-1]
         return int(suffix) if suffix.isdigit() else None
 
-    def _pod_for_logs(self, name: str, worker: Optional[Union[int, str]], ns: str) -> str:
-        if worker is None:
-            return name + "-launcher"
-        if isinstance(worker, str) and not worker.isdigit():
-            return worker
-        return "%s-worker-%d" % (name, int(worker))
+
+def _pod_for_logs(name: str, worker: Optional[Union[int, str]]) -> str:
+    """The pod whose log get_logs reads: the launcher, or a worker by index
+    or by pod name."""
+    if worker is None:
+        return name + "-launcher"
+    if isinstance(worker, str) and not worker.isdigit():
+        return worker
+    return "%s-worker-%d" % (name, int(worker))
 
 
 def check_replicas(job, replicas: int, rules) -> None:

@@ -26,18 +26,10 @@ from mpijob import (
 )
 from mpijob.models import V1MPIJob
 
-from conftest import eventually  # pylint: disable=import-error
+from conftest import active_workers, eventually, gone  # pylint: disable=import-error
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 PI = REPO / "examples" / "v1" / "pi" / "pi.yaml"
-
-
-def active_workers(n):
-    def check(job):
-        worker = (job.status.replica_statuses or {}).get("Worker") if job.status else None
-        return worker is not None and worker.active == n
-
-    return check
 
 
 def hosts(name, n):
@@ -82,16 +74,8 @@ def test_elastic_job_scale_hosts_workers_events_delete(client, core, namespace):
         assert reason in reasons
 
     client.delete("elastic")
-    eventually(lambda: _gone(client, "elastic"))
+    eventually(lambda: gone(client, "elastic"))
     eventually(lambda: not core.list_namespaced_pod(namespace, label_selector="mpi-job-name=elastic").items)
-
-
-def _gone(client, name):
-    try:
-        client.get(name)
-    except NotFoundError:
-        return True
-    return False
 
 
 def test_scale_bounds_match_admission(client):

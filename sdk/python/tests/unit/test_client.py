@@ -357,3 +357,26 @@ def test_v2beta1_client_uses_its_version_and_labels(stub):
 def test_unknown_version():
     with pytest.raises(ValueError, match="v1, v2beta1"):
         MPIJobClient(namespace="ns", api_client=k8s.ApiClient(), version="v3")
+
+
+def test_namespace_from_the_kubeconfig_context(tmp_path):
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:%d" % STUB_PORT}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [
+                    {"name": "team-a", "context": {"cluster": "c", "user": "u", "namespace": "a"}},
+                    {"name": "plain", "context": {"cluster": "c", "user": "u"}},
+                ],
+                "current-context": "team-a",
+            }
+        )
+    )
+    assert MPIJobClient(config_file=str(path)).namespace == "a"
+    assert MPIJobClient(config_file=str(path), context="plain").namespace == "default"
+    assert MPIJobClient(config_file=str(path), namespace="b").namespace == "b"
+    assert MPIJobClient(config_file=str(path)).api_client.configuration.host == "http://127.0.0.1:%d" % STUB_PORT

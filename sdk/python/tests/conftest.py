@@ -1,6 +1,7 @@
-"""Fixtures of the tests against a real control plane with the v1
-operator running: `make test-sdk` (sdk/python/run-tests.sh) starts both and
-sets MPIJOB_TEST_KUBECONFIG."""
+"""Fixtures of the tests against a real control plane with an operator
+running (tests/cluster: v1, tests/cluster_v2: v2beta1): `make test-sdk`
+(sdk/python/run-tests.sh) starts both and sets MPIJOB_TEST_KUBECONFIG. The
+unit tests use none of them."""
 
 import os
 import time
@@ -10,7 +11,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from mpijob import MPIJobClient
+from mpijob import MPIJobClient, NotFoundError
 
 
 def eventually(check, timeout=60, interval=0.2):
@@ -24,6 +25,25 @@ def eventually(check, timeout=60, interval=0.2):
         if time.monotonic() >= deadline:
             raise AssertionError("not true after %ss: last value %r" % (timeout, value))
         time.sleep(interval)
+
+
+def active_workers(n):
+    """A wait_for predicate: the job's status counts n Running workers."""
+
+    def check(job):
+        worker = (job.status.replica_statuses or {}).get("Worker") if job.status else None
+        return worker is not None and worker.active == n
+
+    return check
+
+
+def gone(client, name):
+    """Whether the job no longer exists."""
+    try:
+        client.get(name)
+    except NotFoundError:
+        return True
+    return False
 
 
 @pytest.fixture(name="kubeconfig", scope="session")
@@ -50,6 +70,12 @@ def namespace_fixture(core):
     core.delete_namespace(name)
 
 
+@pytest.fixture(name="version")
+def version_fixture():
+    """The API version of the client; tests/cluster_v2 overrides it."""
+    return "v1"
+
+
 @pytest.fixture(name="client")
-def client_fixture(kubeconfig, namespace):
-    return MPIJobClient(namespace=namespace, config_file=kubeconfig)
+def client_fixture(kubeconfig, namespace, version):
+    return MPIJobClient(namespace=namespace, config_file=kubeconfig, version=version)
