@@ -51,6 +51,7 @@ down() {
   hack/local-down.sh >/dev/null || true
 }
 trap down EXIT
+trap 'exit 130' INT TERM # so that the EXIT trap runs on a signal too
 # cluster_tests <operator> <tests>: the operator on the control plane, then
 # the tests against it.
 cluster_tests() {
