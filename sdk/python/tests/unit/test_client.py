@@ -49,7 +49,17 @@ class Stub:
         self.requests = []
 
     def route(self, method, path, code, body):
-        self.routes[(method, path)] = (code, body)
+        self.routes[(method, path)] = [(code, body)]
+
+    def route_in_turn(self, method, path, *answers):
+        """Answers (code, body) in turn; the last one stays."""
+        self.routes[(method, path)] = list(answers)
+
+    def answer_for(self, method, path):
+        answers = self.routes.get((method, path))
+        if not answers:
+            return 404, status(404, "NotFound", "no route")
+        return answers.pop(0) if len(answers) > 1 else answers[0]
 
     def handler(self):
         stub = self
@@ -73,7 +83,7 @@ class Stub:
                         "body": json.loads(body) if body else None,
                     }
                 )
-                code, payload = stub.routes.get((self.command, url.path), (404, status(404, "NotFound", "no route")))
+                code, payload = stub.answer_for(self.command, url.path)
                 self.send_response(code)
                 if isinstance(payload, list):  # streamed, chunked
                     self.send_header("Content-Type", "text/plain")
@@ -220,6 +230,23 @@ def test_wait_for_watches_from_the_jobs_resource_version(stub, client):
     assert watch["query"]["fieldSelector"] == "metadata.name=pi"
     assert watch["query"]["resourceVersion"] == "5"
     assert 1 <= int(watch["query"]["timeoutSeconds"]) <= 30
+
+
+def test_wait_for_reads_afresh_when_its_resource_version_is_too_old(stub, client):
+    """A watch from a compacted resourceVersion gets an ERROR event 410:
+    the client reads the job again and watches on from the new version."""
+    stub.route_in_turn("GET", JOBS + "/pi", (200, mpijob(resource_version="5")), (200, mpijob(resource_version="90")))
+    gone_event = {"type": "ERROR", "object": status(410, "Expired", "too old resource version: 5 (80)")}
+    stub.route_in_turn(
+        "GET",
+        JOBS,
+        (200, [json.dumps(gone_event) + "\n"]),
+        (200, watch_events(mpijob(conditions=[("Running", "True")], resource_version="91"))),
+    )
+    job = client.wait_for("pi", ["Running"], timeout=30)
+    assert job.metadata.resource_version == "91"
+    watches = [r["query"]["resourceVersion"] for r in stub.requests if r["path"] == JOBS]
+    assert watches == ["5", "90"]
 
 
 def test_wait_for_raises_when_the_job_fails(stub, client):
