@@ -50,8 +50,7 @@ def test_elastic_v2beta1_job(client, namespace):
 
     client.scale("v2job", 1)
     eventually(lambda: listed_workers(client, "v2job") == ["v2job-worker-0"])
-    draining = eventually(lambda: [w.name for w in client.get_workers("v2job") if w.draining_since])
-    assert draining == ["v2job-worker-1", "v2job-worker-2"]
+    eventually(lambda: [w.name for w in client.get_workers("v2job") if w.draining_since] == ["v2job-worker-1", "v2job-worker-2"])
     assert "WorkersDraining" in [e.reason for e in client.get_events("v2job")]
 
     client.delete("v2job")
