@@ -22,8 +22,9 @@ build:
 
 generate:
 	hack/update-codegen.sh
+	/usr/bin/python3 hack/sdkgen/sdkgen.py
 
-verify: verify-gofmt verify-vet verify-tidy verify-codegen lint
+verify: verify-gofmt verify-vet verify-tidy verify-codegen lint verify-sdk
 
 verify-gofmt:
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
@@ -50,7 +51,7 @@ verify-codegen:
 lint:
 	lint=$$(hack/tools.sh golangci-lint) && $$lint run ./... && cd v2 && $$lint run ./...
 
-test: test-unit test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi
+test: test-unit test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi test-sdk
 
 # The v2 module's tests but its suites on a control plane (v2/test).
 test-unit: fuzz
@@ -148,6 +149,20 @@ bench: testbin build
 
 bench-v2: testbin build
 	$(GO) run ./hack/bench --api v2beta1
+
+# The Python SDK (sdk/python): installed offline into a virtualenv on
+# Debian's python3, its unit tests, then its tests against a control plane
+# of its own (_output/sdk) with the v1 operator running, then with the v2
+# operator; about 3 minutes on 2 cores once the control plane is built.
+test-sdk: testbin build
+	sdk/python/run-tests.sh
+
+# The SDK's models are generated from the CRDs by hack/sdkgen: stale ones
+# (a CRD changed, `make generate` not run) fail.
+verify-sdk:
+	/usr/bin/python3 hack/sdkgen/sdkgen.py --check
+
+.PHONY: test-sdk verify-sdk
 
 clean:
 	rm -rf _output

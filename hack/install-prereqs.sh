@@ -11,6 +11,7 @@ packages=()
 for cmd in "${!PREREQ_PACKAGE[@]}"; do
   command -v "${cmd}" >/dev/null 2>&1 || packages+=("${PREREQ_PACKAGE[${cmd}]}")
 done
+mapfile -t -O "${#packages[@]}" packages < <(missing_python_packages)
 if ((${#packages[@]} == 0)); then
   echo "install-prereqs: all present (${!PREREQ_PACKAGE[*]})"
   exit 0

@@ -14,6 +14,40 @@ declare -A PREREQ_PACKAGE=(
   [mpicc]=libopenmpi-dev  # builds that test's MPI program
 )
 
+# The Debian package of each Python module that Debian's own python3
+# (/usr/bin/python3, not a pyenv shim) must import: the SDK's generator
+# (hack/sdkgen) and its tests (sdk/python/run-tests.sh).
+declare -A PREREQ_PYTHON_PACKAGE=(
+  [yaml]=python3-yaml
+  [kubernetes]=python3-kubernetes
+  [pytest]=python3-pytest
+  [pip]=python3-pip
+  [setuptools]=python3-setuptools
+  [wheel]=python3-wheel
+  [ensurepip]=python3-venv # python3 -m venv needs it to put pip into a venv
+)
+
+# missing_python_packages: the Debian packages of the modules in
+# PREREQ_PYTHON_PACKAGE that /usr/bin/python3 cannot import, one a line.
+missing_python_packages() {
+  local mod
+  for mod in "${!PREREQ_PYTHON_PACKAGE[@]}"; do
+    /usr/bin/python3 -c "import ${mod}" >/dev/null 2>&1 || echo "${PREREQ_PYTHON_PACKAGE[${mod}]}"
+  done
+}
+
+# require_python_modules fails, naming the Debian packages to install,
+# unless /usr/bin/python3 imports every module of PREREQ_PYTHON_PACKAGE.
+require_python_modules() {
+  local packages
+  packages="$(missing_python_packages | sort -u | tr '\n' ' ')"
+  if [[ -n "${packages}" ]]; then
+    echo "error: /usr/bin/python3 lacks Python modules. Install them with: apt-get install -y ${packages}" >&2
+    echo "  or run hack/install-prereqs.sh (as root, or with sudo)." >&2
+    return 1
+  fi
+}
+
 require_commands() {
   local cmd missing=() packages=()
   for cmd in "$@"; do

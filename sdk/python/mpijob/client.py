@@ -1,0 +1,439 @@
+"""MPIJobClient: MPIJobs through the official Kubernetes Python client."""
+
+import datetime
+import os
+import time
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
+
+import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes import watch as k8s_watch
+from kubernetes.client.exceptions import ApiException
+
+from . import models
+from .errors import APIError, InvalidError, JobFailedError, WaitTimeoutError
+from .hosts import Host, Worker, parse_discover_hosts, parse_time
+
+GROUP = "kubeflow.org"
+PLURAL = "mpijobs"
+DRAINING_SINCE = "mpi-operator.kubeflow.org/draining-since"
+
+# Per API version: the models and how the operator labels a job's pods.
+_VERSIONS = {
+    "v1": {
+        "models": models.v1,
+        "job": models.v1.V1MPIJob,
+        "job_label": "mpi-job-name",
+        "role_label": "mpi-job-role",
+        "index_labels": ("replica-index", "training.kubeflow.org/replica-index"),
+    },
+    "v2beta1": {
+        "models": models.v2beta1,
+        "job": models.v2beta1.V2beta1MPIJob,
+        "job_label": "training.kubeflow.org/job-name",
+        "role_label": "training.kubeflow.org/job-role",
+        "index_labels": ("training.kubeflow.org/replica-index",),
+    },
+}
+
+JobLike = Union[models.Model, Dict[str, Any], str, "os.PathLike[str]"]
+
+
+def _api_call(fn: Callable[..., Any], *args, **kwargs) -> Any:
+    """Calls the kubernetes client, turning its ApiException into APIError."""
+    try:
+        return fn(*args, **kwargs)
+    except ApiException as exc:
+        raise APIError.from_api_exception(exc) from None
+
+
+def condition_true(job, condition_type: str) -> bool:
+    """Whether the job's status holds a condition of that type with status
+    True."""
+    status = job.status
+    for cond in (status.conditions or []) if status else []:
+        if cond.type == condition_type and cond.status == "True":
+            return True
+    return False
+
+
+class MPIJobClient:
+    """Creates, reads, scales, watches and deletes MPIJobs of one API
+    version (``v1``, or ``v2beta1`` for the operator of v2/).
+
+    Args:
+        namespace: the namespace of calls that name none; by default the
+            kubeconfig context's namespace, else ``default``.
+        api_client: a configured kubernetes ApiClient; by default one from
+            ``config_file`` (or $KUBECONFIG, ~/.kube/config), else the
+            in-cluster configuration.
+        version: ``v1`` or ``v2beta1``.
+        config_file, context: which kubeconfig and context to load when no
+            api_client is given.
+    """
+
+    def __init__(
+        self,
+        namespace: Optional[str] = None,
+        api_client: Optional[k8s.ApiClient] = None,
+        version: str = "v1",
+        config_file: Optional[str] = None,
+        context: Optional[str] = None,
+    ):
+        if version not in _VERSIONS:
+            raise ValueError("version must be one of %s, not %r" % (", ".join(_VERSIONS), version))
+        self.version = version
+        self._v = _VERSIONS[version]
+        self.models = self._v["models"]
+        self.job_class = self._v["job"]
+        if api_client is None:
+            api_client, default_ns = _load_config(config_file, context)
+            namespace = namespace or default_ns
+        self.api_client = api_client
+        self.namespace = namespace or "default"
+        self.custom = k8s.CustomObjectsApi(api_client)
+        self.core = k8s.CoreV1Api(api_client)
+
+    # ------------------------------------------------------------------
+    # Create, read, change, delete
+
+    def create(self, job: JobLike, namespace: Optional[str] = None):
+        """Creates a job from a model, a dict, or the path of a YAML file
+        holding one MPIJob; returns the job as the API server stored it."""
+        body = self._body(job)
+        ns = namespace or (body.get("metadata") or {}).get("namespace") or self.namespace
+        created = _api_call(self.custom.create_namespaced_custom_object, GROUP, self.version, ns, PLURAL, body)
+        return self.job_class.from_dict(created)
+
+    def get(self, name: str, namespace: Optional[str] = None):
+        """The job of that name."""
+        return self.job_class.from_dict(self._get_raw(name, namespace))
+
+    def list(self, namespace: Optional[str] = None, label_selector: Optional[str] = None, all_namespaces: bool = False):
+        """The jobs of a namespace (or of all), optionally those whose labels
+        match a selector such as ``team=vision,tier!=dev``."""
+        kwargs = {"label_selector": label_selector} if label_selector else {}
+        if all_namespaces:
+            result = _api_call(self.custom.list_cluster_custom_object, GROUP, self.version, PLURAL, **kwargs)
+        else:
+            result = _api_call(
+                self.custom.list_namespaced_custom_object, GROUP, self.version, namespace or self.namespace, PLURAL, **kwargs
+            )
+        return [self.job_class.from_dict(item) for item in result.get("items", [])]
+
+    def patch(self, name: str, patch: Union[Dict[str, Any], models.Model], namespace: Optional[str] = None):
+        """Applies a JSON merge patch (a dict, or a model whose set
+        attributes are the patch) and returns the job."""
+        body = patch.to_dict() if isinstance(patch, models.Model) else patch
+        result = _api_call(
+            self.custom.patch_namespaced_custom_object, GROUP, self.version, namespace or self.namespace, PLURAL, name, body
+        )
+        return self.job_class.from_dict(result)
+
+    def delete(self, name: str, namespace: Optional[str] = None, propagation_policy: str = "Foreground") -> None:
+        """Deletes the job; with the default Foreground propagation its pods
+        and other children go before the job itself."""
+        _api_call(
+            self.custom.delete_namespaced_custom_object,
+            GROUP,
+            self.version,
+            namespace or self.namespace,
+            PLURAL,
+            name,
+            body=k8s.V1DeleteOptions(propagation_policy=propagation_policy),
+        )
+
+    # ------------------------------------------------------------------
+    # Scale
+
+    def scale(self, name: str, replicas: int, namespace: Optional[str] = None):
+        """Sets the job's worker replicas through the scale subresource (as
+        ``kubectl scale`` does) and returns the job. The bounds of the job's
+        elasticPolicy are checked first and refused with the admission
+        rule's own message (InvalidError)."""
+        ns = namespace or self.namespace
+        job = self.get(name, ns)
+        check_replicas(job, replicas, self.models.VALIDATION_MESSAGES)
+        _api_call(
+            self.custom.patch_namespaced_custom_object_scale,
+            GROUP,
+            self.version,
+            ns,
+            PLURAL,
+            name,
+            {"spec": {"replicas": replicas}},
+        )
+        return self.get(name, ns)
+
+    # ------------------------------------------------------------------
+    # Status
+
+    def is_running(self, name: str, namespace: Optional[str] = None) -> bool:
+        """Whether the job's Running condition is True."""
+        return condition_true(self.get(name, namespace), "Running")
+
+    def is_succeeded(self, name: str, namespace: Optional[str] = None) -> bool:
+        """Whether the job's Succeeded condition is True."""
+        return condition_true(self.get(name, namespace), "Succeeded")
+
+    def is_failed(self, name: str, namespace: Optional[str] = None) -> bool:
+        """Whether the job's Failed condition is True."""
+        return condition_true(self.get(name, namespace), "Failed")
+
+    def wait_for(
+        self,
+        name: str,
+        conditions: Iterable[str] = ("Succeeded",),
+        timeout: float = 600,
+        namespace: Optional[str] = None,
+        until: Optional[Callable[[Any], bool]] = None,
+        fail_on_failed: bool = True,
+    ):
+        """Waits, on a watch of the job, until one of ``conditions`` is True
+        (or, when given, ``until(job)`` holds instead), and returns the job.
+
+        Raises JobFailedError when the job fails first (unless
+        ``fail_on_failed`` is False or "Failed" is among the conditions),
+        WaitTimeoutError after ``timeout`` seconds, NotFoundError when the
+        job does not exist or is deleted meanwhile.
+        """
+        ns = namespace or self.namespace
+        wanted = set(conditions)
+        deadline = time.monotonic() + timeout
+
+        def done(job) -> bool:
+            if until is not None:
+                if until(job):
+                    return True
+            elif any(condition_true(job, c) for c in wanted):
+                return True
+            if fail_on_failed and "Failed" not in wanted and condition_true(job, "Failed"):
+                raise JobFailedError("MPIJob %s/%s failed: %s" % (ns, name, _failed_message(job)), job)
+            return False
+
+        raw = self._get_raw(name, ns)
+        job = self.job_class.from_dict(raw)
+        resource_version = raw["metadata"]["resourceVersion"]
+        while not done(job):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WaitTimeoutError(
+                    "MPIJob %s/%s: none of %s after %gs" % (ns, name, sorted(wanted) if until is None else "the wait", timeout), job
+                )
+            watcher = k8s_watch.Watch()
+            try:
+                for event in watcher.stream(
+                    self.custom.list_namespaced_custom_object,
+                    GROUP,
+                    self.version,
+                    ns,
+                    PLURAL,
+                    field_selector="metadata.name=" + name,
+                    resource_version=resource_version,
+                    timeout_seconds=max(1, int(remaining + 0.999)),
+                    _request_timeout=remaining + 10,
+                ):
+                    obj = event["object"]
+                    if event["type"] == "DELETED":
+                        raise APIError('MPIJob %s/%s was deleted while waiting' % (ns, name), status=404, reason="NotFound")
+                    resource_version = obj["metadata"]["resourceVersion"]
+                    job = self.job_class.from_dict(obj)
+                    if done(job) or time.monotonic() >= deadline:
+                        break
+            except ApiException as exc:
+                if exc.status != 410:
+                    raise APIError.from_api_exception(exc) from None
+                # The watch's resourceVersion is too old: read afresh.
+                raw = self._get_raw(name, ns)
+                job = self.job_class.from_dict(raw)
+                resource_version = raw["metadata"]["resourceVersion"]
+            finally:
+                watcher.stop()
+        return job
+
+    # ------------------------------------------------------------------
+    # Hosts, workers, logs, events
+
+    def get_hosts(self, name: str, namespace: Optional[str] = None) -> List[Host]:
+        """The hosts that the job's discover_hosts.sh lists now (the hosts
+        Horovod trains on), in the script's order."""
+        cm = _api_call(self.core.read_namespaced_config_map, name + "-config", namespace or self.namespace)
+        return parse_discover_hosts((cm.data or {}).get("discover_hosts.sh", ""))
+
+    def get_workers(self, name: str, namespace: Optional[str] = None) -> List[Worker]:
+        """The job's worker pods by index: phase, node, whether
+        discover_hosts.sh lists them, and since when they drain."""
+        ns = namespace or self.namespace
+        listed = {h.name.split(".", 1)[0] for h in self.get_hosts(name, ns)}
+        pods = self._pods(name, ns, "worker")
+        workers = [
+            Worker(
+                name=pod.metadata.name,
+                index=self._index(pod),
+                phase=pod.status.phase if pod.status else None,
+                node=pod.spec.node_name if pod.spec else None,
+                listed=pod.metadata.name in listed,
+                draining_since=parse_time((pod.metadata.annotations or {}).get(DRAINING_SINCE)),
+            )
+            for pod in pods
+        ]
+        return sorted(workers, key=lambda w: (w.index is None, w.index if w.index is not None else 0, w.name))
+
+    def get_logs(
+        self,
+        name: str,
+        worker: Optional[Union[int, str]] = None,
+        namespace: Optional[str] = None,
+        container: Optional[str] = None,
+        follow: bool = False,
+        tail_lines: Optional[int] = None,
+    ) -> Union[str, Iterator[str]]:
+        """The log of the job's launcher, or of a worker (its index or pod
+        name). With ``follow`` an iterator of lines that ends when the
+        container does; else the whole log as a string."""
+        ns = namespace or self.namespace
+        pod = _pod_for_logs(name, worker)
+        kwargs: Dict[str, Any] = {}
+        if container:
+            kwargs["container"] = container
+        if tail_lines is not None:
+            kwargs["tail_lines"] = tail_lines
+        if not follow:
+            return _api_call(self.core.read_namespaced_pod_log, pod, ns, **kwargs)
+        resp = _api_call(self.core.read_namespaced_pod_log, pod, ns, follow=True, _preload_content=False, **kwargs)
+        return _lines(resp)
+
+    def get_events(self, name: str, namespace: Optional[str] = None) -> List[k8s.CoreV1Event]:
+        """The events about the job (not its pods), oldest first."""
+        ns = namespace or self.namespace
+        selector = "involvedObject.kind=MPIJob,involvedObject.name=" + name
+        events = _api_call(self.core.list_namespaced_event, ns, field_selector=selector).items
+        epoch = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
+        return sorted(events, key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp or epoch)
+
+    # ------------------------------------------------------------------
+
+    def _get_raw(self, name: str, namespace: Optional[str]) -> Dict[str, Any]:
+        return _api_call(self.custom.get_namespaced_custom_object, GROUP, self.version, namespace or self.namespace, PLURAL, name)
+
+    def _body(self, job: JobLike) -> Dict[str, Any]:
+        if isinstance(job, models.Model):
+            body = job.to_dict()
+        elif isinstance(job, dict):
+            body = dict(job)
+        elif isinstance(job, (str, os.PathLike)):
+            body = load_job_file(job)
+        else:
+            raise TypeError("a job is a model, a dict or a YAML file's path, not %s" % type(job).__name__)
+        body.setdefault("apiVersion", GROUP + "/" + self.version)
+        body.setdefault("kind", "MPIJob")
+        if body["apiVersion"] != GROUP + "/" + self.version or body["kind"] != "MPIJob":
+            raise ValueError("this client creates %s/%s MPIJobs, not %s %s" % (GROUP, self.version, body["apiVersion"], body["kind"]))
+        return body
+
+    def _pods(self, name: str, ns: str, role: str) -> List[k8s.V1Pod]:
+        selector = "%s=%s,%s=%s" % (self._v["job_label"], name, self._v["role_label"], role)
+        return _api_call(self.core.list_namespaced_pod, ns, label_selector=selector).items
+
+    def _index(self, pod: k8s.V1Pod) -> Optional[int]:
+        labels = pod.metadata.labels or {}
+        for key in self._v["index_labels"]:
+            if labels.get(key, "").isdigit():
+                return int(labels[key])
+        suffix = pod.metadata.name.rsplit("-", 1)[-1]
+        return int(suffix) if suffix.isdigit() else None
+
+
+def _pod_for_logs(name: str, worker: Optional[Union[int, str]]) -> str:
+    """The pod whose log get_logs reads: the launcher, or a worker by index
+    or by pod name."""
+    if worker is None:
+        return name + "-launcher"
+    if isinstance(worker, str) and not worker.isdigit():
+        return worker
+    return "%s-worker-%d" % (name, int(worker))
+
+
+def check_replicas(job, replicas: int, rules) -> None:
+    """Refuses, with the CRD's admission message, a worker count that the
+    API server would refuse for this job."""
+    field = "spec.mpiReplicaSpecs.Worker.replicas"
+    if not isinstance(replicas, int) or isinstance(replicas, bool):
+        raise TypeError("replicas must be an int, not %s" % type(replicas).__name__)
+    policy = job.spec.elastic_policy
+    if replicas < 0:
+        raise InvalidError(admission_message(rules, field, "0 or more"), status=422, reason="Invalid")
+    if policy is None:
+        return
+    if replicas < (policy.min_replicas or 1):
+        raise InvalidError(admission_message(rules, field, "less than"), status=422, reason="Invalid")
+    if policy.max_replicas is not None and replicas > policy.max_replicas:
+        raise InvalidError(admission_message(rules, field, "more than"), status=422, reason="Invalid")
+
+
+def admission_message(rules, field: str, words: str) -> str:
+    """The CRD's message about a field that contains the words, prefixed
+    with the field as the API server prints it."""
+    for path, message in rules:
+        if words not in message:
+            continue
+        if path == field:
+            return "%s: Invalid value: %s" % (field, message)
+        if message.startswith(field + " "):
+            return "%s: Invalid value: %s" % (field, message[len(field) + 1 :])
+    raise LookupError("the CRD has no admission rule on %s about %r" % (field, words))
+
+
+def _failed_message(job) -> str:
+    for cond in (job.status.conditions or []) if job.status else []:
+        if cond.type == "Failed" and cond.status == "True":
+            return "%s: %s" % (cond.reason, cond.message)
+    return "Failed"
+
+
+def _lines(resp) -> Iterator[str]:
+    try:
+        pending = b""
+        for chunk in resp.stream(4096):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                yield line.decode("utf-8", "replace")
+        if pending:
+            yield pending.decode("utf-8", "replace")
+    finally:
+        resp.release_conn()
+
+
+def load_job_file(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+    """The one MPIJob that a YAML file holds."""
+    with open(path, encoding="utf-8") as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    jobs = [d for d in docs if isinstance(d, dict) and d.get("kind") == "MPIJob"]
+    if len(jobs) != 1:
+        raise ValueError("%s holds %d MPIJobs; create takes a file with exactly one" % (path, len(jobs)))
+    return jobs[0]
+
+
+def _load_config(config_file: Optional[str], context: Optional[str]):
+    """An ApiClient from a kubeconfig, else the in-cluster configuration,
+    and the namespace it names."""
+    try:
+        contexts, active = k8s_config.list_kube_config_contexts(config_file=config_file)
+    except (k8s_config.ConfigException, FileNotFoundError, TypeError):
+        contexts, active = None, None
+    if contexts is not None:
+        api_client = k8s_config.new_client_from_config(config_file=config_file, context=context)
+        chosen = next((c for c in contexts if c["name"] == context), active) if context else active
+        return api_client, (chosen or {}).get("context", {}).get("namespace")
+    k8s_config.load_incluster_config()
+    ns_file = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+    namespace = None
+    if os.path.exists(ns_file):
+        with open(ns_file, encoding="utf-8") as f:
+            namespace = f.read().strip()
+    return k8s.ApiClient(), namespace
+
+
+__all__ = ["MPIJobClient", "admission_message", "check_replicas", "condition_true", "load_job_file"]

@@ -1,0 +1,409 @@
+"""MPIJobClient's requests, against a stub API server on 127.0.0.1 that
+records what the kubernetes client sends and answers what the test says:
+paths, query parameters, content types and bodies, and how answers become
+models and errors. The behaviour against a real API server and operator is
+in tests/cluster."""
+
+import http.server
+import json
+import threading
+import urllib.parse
+
+import pytest
+from kubernetes import client as k8s
+
+from mpijob import ConflictError, InvalidError, JobFailedError, MPIJobClient, NotFoundError, WaitTimeoutError
+from mpijob.errors import APIError
+
+STUB_PORT = 29085  # of the SDK's ports (29080-29089); below the ephemeral range
+
+JOBS = "/apis/kubeflow.org/v1/namespaces/ns/mpijobs"
+
+
+def mpijob(name="pi", conditions=(), resource_version="1", policy=None):
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MPIJob",
+        "metadata": {"name": name, "namespace": "ns", "resourceVersion": resource_version},
+        "spec": {
+            "elasticPolicy": policy or {"minReplicas": 1, "maxReplicas": 4},
+            "mpiReplicaSpecs": {"Worker": {"replicas": 2}},
+        },
+        "status": {
+            "conditions": [{"type": c, "status": s, "reason": "R", "message": "m " + c} for c, s in conditions],
+            "replicaStatuses": {},
+        },
+    }
+
+
+def status(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": code}
+
+
+class Stub:
+    """Routes (method, path) to answers: (code, JSON body) or (code, [raw
+    chunks]) for a streamed answer; records each request."""
+
+    def __init__(self):
+        self.routes = {}
+        self.requests = []
+
+    def route(self, method, path, code, body):
+        self.routes[(method, path)] = [(code, body)]
+
+    def route_in_turn(self, method, path, *answers):
+        """Answers (code, body) in turn; the last one stays."""
+        self.routes[(method, path)] = list(answers)
+
+    def answer_for(self, method, path):
+        answers = self.routes.get((method, path))
+        if not answers:
+            return 404, status(404, "NotFound", "no route")
+        return answers.pop(0) if len(answers) > 1 else answers[0]
+
+    def handler(self):
+        stub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def answer(self):
+                url = urllib.parse.urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                stub.requests.append(
+                    {
+                        "method": self.command,
+                        "path": url.path,
+                        "query": dict(urllib.parse.parse_qsl(url.query)),
+                        "content_type": self.headers.get("Content-Type"),
+                        "body": json.loads(body) if body else None,
+                    }
+                )
+                code, payload = stub.answer_for(self.command, url.path)
+                self.send_response(code)
+                if isinstance(payload, list):  # streamed, chunked
+                    self.send_header("Content-Type", "text/plain")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for chunk in payload:
+                        data = chunk.encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                    return
+                data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+                self.send_header("Content-Type", "text/plain" if isinstance(payload, str) else "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PATCH = do_DELETE = answer
+
+        return Handler
+
+
+@pytest.fixture(name="stub", scope="module")
+def stub_server():
+    stub = Stub()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", STUB_PORT), stub.handler())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield stub
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(name="client")
+def client_fixture(stub):
+    stub.routes.clear()
+    stub.requests.clear()
+    conf = k8s.Configuration(host="http://127.0.0.1:%d" % STUB_PORT)
+    return MPIJobClient(namespace="ns", api_client=k8s.ApiClient(conf))
+
+
+def test_create_from_a_yaml_file(stub, client, tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n" + json.dumps(mpijob()))
+    stub.route("POST", JOBS, 201, mpijob(resource_version="7"))
+    job = client.create(str(path))
+    assert job.metadata.resource_version == "7"
+    assert stub.requests[0]["body"] == mpijob()
+
+
+def test_create_from_a_dict_defaults_kind_and_namespace(stub, client):
+    stub.route("POST", "/apis/kubeflow.org/v1/namespaces/other/mpijobs", 201, mpijob())
+    body = {"metadata": {"name": "pi", "namespace": "other"}, "spec": {"mpiReplicaSpecs": {}}}
+    client.create(body)
+    assert stub.requests[0]["body"] == dict(body, apiVersion="kubeflow.org/v1", kind="MPIJob")
+
+
+def test_create_refuses_another_version(client):
+    with pytest.raises(ValueError, match="v2beta1"):
+        client.create({"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob"})
+
+
+def test_create_refuses_a_file_without_exactly_one_job(client, tmp_path):
+    path = tmp_path / "two.yaml"
+    path.write_text(json.dumps(mpijob("a")) + "\n---\n" + json.dumps(mpijob("b")))
+    with pytest.raises(ValueError, match="holds 2 MPIJobs"):
+        client.create(path)
+
+
+@pytest.mark.parametrize(
+    "code,reason,error",
+    [(404, "NotFound", NotFoundError), (409, "AlreadyExists", ConflictError), (422, "Invalid", InvalidError), (403, "Forbidden", APIError)],
+)
+def test_errors_carry_the_api_servers_message(stub, client, code, reason, error):
+    message = 'mpijobs.kubeflow.org "pi" says %s' % reason
+    stub.route("GET", JOBS + "/pi", code, status(code, reason, message))
+    with pytest.raises(error) as err:
+        client.get("pi")
+    assert (str(err.value), err.value.message, err.value.status, err.value.reason) == (message, message, code, reason)
+
+
+def test_an_error_without_a_status_body(stub, client):
+    stub.route("GET", JOBS + "/pi", 503, "upstream connect error")
+    with pytest.raises(APIError) as err:
+        client.get("pi")
+    assert err.value.status == 503
+    assert "503" in str(err.value)
+
+
+def test_list_with_a_label_selector(stub, client):
+    stub.route("GET", JOBS, 200, {"items": [mpijob("a"), mpijob("b")]})
+    jobs = client.list(label_selector="team=a")
+    assert [j.metadata.name for j in jobs] == ["a", "b"]
+    assert stub.requests[0]["query"] == {"labelSelector": "team=a"}
+
+
+def test_patch_sends_a_merge_patch(stub, client):
+    stub.route("PATCH", JOBS + "/pi", 200, mpijob())
+    client.patch("pi", {"metadata": {"labels": {"team": "b"}}})
+    assert stub.requests[0]["content_type"] == "application/merge-patch+json"
+    assert stub.requests[0]["body"] == {"metadata": {"labels": {"team": "b"}}}
+
+
+def test_delete_propagates_in_the_foreground(stub, client):
+    stub.route("DELETE", JOBS + "/pi", 200, status(200, "", ""))
+    client.delete("pi")
+    assert stub.requests[0]["body"]["propagationPolicy"] == "Foreground"
+
+
+def test_scale_goes_through_the_scale_subresource(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 3}})
+    client.scale("pi", 3)
+    patch = [r for r in stub.requests if r["method"] == "PATCH"]
+    assert [(p["path"], p["content_type"], p["body"]) for p in patch] == [
+        (JOBS + "/pi/scale", "application/merge-patch+json", {"spec": {"replicas": 3}})
+    ]
+
+
+def test_scale_out_of_bounds_sends_nothing(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    with pytest.raises(InvalidError, match="must not be more than spec.elasticPolicy.maxReplicas"):
+        client.scale("pi", 5)
+    assert [r["method"] for r in stub.requests] == ["GET"]
+
+
+def watch_events(*jobs, kind="MODIFIED"):
+    return [json.dumps({"type": kind, "object": j}) + "\n" for j in jobs]
+
+
+def test_wait_for_watches_from_the_jobs_resource_version(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob(resource_version="5"))
+    stub.route(
+        "GET",
+        JOBS,
+        200,
+        watch_events(mpijob(conditions=[("Created", "True")], resource_version="6"), mpijob(conditions=[("Running", "True")], resource_version="7")),
+    )
+    job = client.wait_for("pi", ["Running"], timeout=30)
+    assert job.metadata.resource_version == "7"
+    watch = stub.requests[1]
+    assert watch["path"] == JOBS
+    assert watch["query"]["watch"] in ("true", "True")
+    assert watch["query"]["fieldSelector"] == "metadata.name=pi"
+    assert watch["query"]["resourceVersion"] == "5"
+    assert 1 <= int(watch["query"]["timeoutSeconds"]) <= 30
+
+
+def test_wait_for_reads_afresh_when_its_resource_version_is_too_old(stub, client):
+    """A watch from a compacted resourceVersion gets an ERROR event 410:
+    the client reads the job again and watches on from the new version."""
+    stub.route_in_turn("GET", JOBS + "/pi", (200, mpijob(resource_version="5")), (200, mpijob(resource_version="90")))
+    gone_event = {"type": "ERROR", "object": status(410, "Expired", "too old resource version: 5 (80)")}
+    stub.route_in_turn(
+        "GET",
+        JOBS,
+        (200, [json.dumps(gone_event) + "\n"]),
+        (200, watch_events(mpijob(conditions=[("Running", "True")], resource_version="91"))),
+    )
+    job = client.wait_for("pi", ["Running"], timeout=30)
+    assert job.metadata.resource_version == "91"
+    watches = [r["query"]["resourceVersion"] for r in stub.requests if r["path"] == JOBS]
+    assert watches == ["5", "90"]
+
+
+def test_wait_for_raises_when_the_job_fails(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    stub.route("GET", JOBS, 200, watch_events(mpijob(conditions=[("Failed", "True")])))
+    with pytest.raises(JobFailedError, match="R: m Failed") as err:
+        client.wait_for("pi", ["Succeeded"], timeout=30)
+    assert err.value.job.metadata.name == "pi"
+
+
+def test_wait_for_an_until_predicate(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    scaled = mpijob()
+    scaled["status"]["replicaStatuses"] = {"Worker": {"active": 3}}
+    stub.route("GET", JOBS, 200, watch_events(mpijob(), scaled))
+    job = client.wait_for("pi", until=lambda j: "Worker" in j.status.replica_statuses, timeout=30)
+    assert job.status.replica_statuses["Worker"].active == 3
+
+
+def test_wait_for_times_out(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob(conditions=[("Running", "True")]))
+    stub.route("GET", JOBS, 200, [])  # each watch ends without events
+    with pytest.raises(WaitTimeoutError) as err:
+        client.wait_for("pi", ["Succeeded"], timeout=1)
+    assert err.value.job.status.conditions[0].type == "Running"
+
+
+def test_wait_for_a_deleted_job(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    stub.route("GET", JOBS, 200, watch_events(mpijob(), kind="DELETED"))
+    with pytest.raises(APIError, match="deleted"):
+        client.wait_for("pi", timeout=30)
+
+
+def test_status_predicates(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob(conditions=[("Running", "False"), ("Succeeded", "True")]))
+    assert (client.is_running("pi"), client.is_succeeded("pi"), client.is_failed("pi")) == (False, True, False)
+
+
+def test_get_logs_of_the_launcher(stub, client):
+    stub.route("GET", "/api/v1/namespaces/ns/pods/pi-launcher/log", 200, "rank 0: hello\n")
+    assert client.get_logs("pi") == "rank 0: hello\n"
+    assert stub.requests[0]["query"] == {}
+
+
+@pytest.mark.parametrize("worker", [3, "3", "pi-worker-3"])
+def test_get_logs_of_a_worker(stub, client, worker):
+    stub.route("GET", "/api/v1/namespaces/ns/pods/pi-worker-3/log", 200, "w3\n")
+    assert client.get_logs("pi", worker=worker, container="worker", tail_lines=10) == "w3\n"
+    assert stub.requests[0]["query"] == {"container": "worker", "tailLines": "10"}
+
+
+def test_get_logs_follow_yields_lines(stub, client):
+    stub.route("GET", "/api/v1/namespaces/ns/pods/pi-launcher/log", 200, ["epoch 1\nep", "och 2\n", "done"])
+    assert list(client.get_logs("pi", follow=True)) == ["epoch 1", "epoch 2", "done"]
+    # the kubernetes client writes Python's bool; the API server parses either
+    assert stub.requests[0]["query"] in ({"follow": "true"}, {"follow": "True"})
+
+
+def test_get_logs_error_carries_the_message(stub, client):
+    message = "container launcher is waiting to start: ContainerCreating"
+    stub.route("GET", "/api/v1/namespaces/ns/pods/pi-launcher/log", 400, status(400, "BadRequest", message))
+    with pytest.raises(APIError, match=message):
+        client.get_logs("pi")
+
+
+def test_get_workers(stub, client):
+    script = "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-10:1\n"
+    stub.route("GET", "/api/v1/namespaces/ns/configmaps/pi-config", 200, {"data": {"discover_hosts.sh": script}})
+
+    def pod(name, index, phase, node=None, annotations=None):
+        return {
+            "metadata": {"name": name, "labels": {"replica-index": index}, "annotations": annotations},
+            "spec": {"nodeName": node, "containers": []},
+            "status": {"phase": phase},
+        }
+
+    since = "2026-11-23T16:05:42.936084Z"
+    stub.route(
+        "GET",
+        "/api/v1/namespaces/ns/pods",
+        200,
+        {
+            "items": [
+                pod("pi-worker-10", "10", "Running", "n1"),
+                pod("pi-worker-2", "2", "Running", "n2", {"mpi-operator.kubeflow.org/draining-since": since}),
+                pod("pi-worker-0", "0", "Running", "n1"),
+                pod("pi-worker-11", "11", "Pending"),
+            ]
+        },
+    )
+    workers = client.get_workers("pi")
+    assert [(w.name, w.index, w.phase, w.node, w.listed, w.draining_since is not None) for w in workers] == [
+        ("pi-worker-0", 0, "Running", "n1", True, False),
+        ("pi-worker-2", 2, "Running", "n2", False, True),
+        ("pi-worker-10", 10, "Running", "n1", True, False),
+        ("pi-worker-11", 11, "Pending", None, False, False),
+    ]
+    pods = [r for r in stub.requests if r["path"].endswith("/pods")]
+    assert pods[0]["query"] == {"labelSelector": "mpi-job-name=pi,mpi-job-role=worker"}
+
+
+def test_get_events(stub, client):
+    stub.route(
+        "GET",
+        "/api/v1/namespaces/ns/events",
+        200,
+        {
+            "items": [
+                {"metadata": {"name": "b"}, "involvedObject": {}, "reason": "Second", "lastTimestamp": "2026-11-23T16:00:02Z"},
+                {"metadata": {"name": "a"}, "involvedObject": {}, "reason": "First", "lastTimestamp": "2026-11-23T16:00:01Z"},
+            ]
+        },
+    )
+    assert [e.reason for e in client.get_events("pi")] == ["First", "Second"]
+    assert stub.requests[0]["query"] == {"fieldSelector": "involvedObject.kind=MPIJob,involvedObject.name=pi"}
+
+
+def test_v2beta1_client_uses_its_version_and_labels(stub):
+    conf = k8s.Configuration(host="http://127.0.0.1:%d" % STUB_PORT)
+    client = MPIJobClient(namespace="ns", api_client=k8s.ApiClient(conf), version="v2beta1")
+    stub.routes.clear()
+    stub.requests.clear()
+    stub.route("GET", "/api/v1/namespaces/ns/configmaps/pi-config", 200, {"data": {"discover_hosts.sh": "echo pi-worker-0.pi.ns.svc\n"}})
+    stub.route(
+        "GET",
+        "/api/v1/namespaces/ns/pods",
+        200,
+        {"items": [{"metadata": {"name": "pi-worker-0", "labels": {"training.kubeflow.org/replica-index": "0"}}, "status": {"phase": "Running"}}]},
+    )
+    assert [(w.name, w.listed) for w in client.get_workers("pi")] == [("pi-worker-0", True)]
+    assert stub.requests[1]["query"] == {"labelSelector": "training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=worker"}
+
+
+def test_unknown_version():
+    with pytest.raises(ValueError, match="v1, v2beta1"):
+        MPIJobClient(namespace="ns", api_client=k8s.ApiClient(), version="v3")
+
+
+def test_namespace_from_the_kubeconfig_context(tmp_path):
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:%d" % STUB_PORT}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [
+                    {"name": "team-a", "context": {"cluster": "c", "user": "u", "namespace": "a"}},
+                    {"name": "plain", "context": {"cluster": "c", "user": "u"}},
+                ],
+                "current-context": "team-a",
+            }
+        )
+    )
+    assert MPIJobClient(config_file=str(path)).namespace == "a"
+    assert MPIJobClient(config_file=str(path), context="plain").namespace == "default"
+    assert MPIJobClient(config_file=str(path), namespace="b").namespace == "b"
+    assert MPIJobClient(config_file=str(path)).api_client.configuration.host == "http://127.0.0.1:%d" % STUB_PORT
