@@ -18,6 +18,7 @@ all: build
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/mpi-operator ./cmd/mpi-operator
 	$(GO) build -trimpath -o $(BIN)/kubectl-delivery ./cmd/kubectl-delivery
+	$(GO) build -trimpath -o $(BIN)/kubectl-mpijob ./cmd/kubectl-mpijob
 	cd v2 && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o ../$(BIN)/mpi-operator-v2 ./cmd/mpi-operator
 
 generate:
