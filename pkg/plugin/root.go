@@ -62,6 +62,9 @@ func (e *Env) clientsFromFlags() (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A wait reads the job, its pods and its ConfigMap twice a second:
+	// above client-go's default of 5 requests a second.
+	cfg.QPS, cfg.Burst = 20, 40
 	ns, _, err := e.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, err

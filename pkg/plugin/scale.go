@@ -77,7 +77,7 @@ func runScaleOut(ctx context.Context, env *Env, name string, count int32, timeou
 		fmt.Fprintf(env.Out, "mpijob %q scaled out to %d workers: %s Running and listed\n", name, cur+count, joinNames(ready))
 		return nil
 	}
-	if !wait.Interrupted(err) || ctx.Err() != nil {
+	if !errors.Is(err, errWaitTimeout) {
 		return err
 	}
 	return rollBack(ctx, env, c, name, cur, count, timeout, len(ready), added)
@@ -151,10 +151,21 @@ func orText(s, def string) string {
 	return s
 }
 
+// errWaitTimeout is poll's error when its time is up.
+var errWaitTimeout = errors.New("timed out")
+
 // poll calls done every env.Poll until it returns true or an error, or
-// timeout passes.
+// timeout passes (errWaitTimeout). The requests done makes run under ctx,
+// not under the timeout, so that none is cut short by it.
 func poll(ctx context.Context, env *Env, timeout time.Duration, done func(context.Context) (bool, error)) error {
-	return wait.PollUntilContextTimeout(ctx, env.Poll, timeout, true, done)
+	deadline := env.Now().Add(timeout)
+	return wait.PollUntilContextCancel(ctx, env.Poll, true, func(ctx context.Context) (bool, error) {
+		ok, err := done(ctx)
+		if !ok && err == nil && !env.Now().Before(deadline) {
+			return false, errWaitTimeout
+		}
+		return ok, err
+	})
 }
 
 func newScaleInCommand(env *Env) *cobra.Command {
