@@ -183,10 +183,10 @@ func TestBadInput(t *testing.T) {
 	}{
 		{[]string{"get", "nope"}, `mpijob "nope" not found in namespace "ml"`},
 		{[]string{"scale-out", "nope", "--count", "1"}, `mpijob "nope" not found in namespace "ml"`},
-		{[]string{"scale-out", "demo", "--count", "2"}, `cannot scale out mpijob "demo" by 2: 5 workers is above its maxReplicas 4 (it can take 1 more)`},
+		{[]string{"scale-out", "demo", "--count", "2"}, `cannot scale out mpijob "demo" by 2: it has 3 workers and maxReplicas 4 (it can take 1 more)`},
 		{[]string{"scale-out", "demo", "--count", "0"}, `--count must be at least 1, got 0`},
 		{[]string{"scale-out", "fixed"}, `mpijob "fixed" has no elasticPolicy: scale it with kubectl scale`},
-		{[]string{"scale-in", "demo", "--count", "3"}, `cannot scale in mpijob "demo" by 3: 0 workers is below its minReplicas 1 (it can lose 2)`},
+		{[]string{"scale-in", "demo", "--count", "3"}, `cannot scale in mpijob "demo" by 3: it has 3 workers and minReplicas 1 (it can lose 2)`},
 		{[]string{"scale-in", "demo"}, `give either --count or --pod`},
 		{[]string{"scale-in", "demo", "--count", "1", "--pod", "demo-worker-0"}, `give either --count or --pod`},
 		{[]string{"scale-in", "demo", "--pod", "other-worker-0"}, `pod "other-worker-0" is not a worker of mpijob "demo" (its workers: demo-worker-0, demo-worker-1, demo-worker-2)`},

@@ -53,8 +53,8 @@ func runScaleOut(ctx context.Context, env *Env, name string, count int32, timeou
 	_, hi, _ := bounds(s.Job)
 	cur := workerReplicas(s.Job)
 	if cur+count > hi {
-		return fmt.Errorf("cannot scale out mpijob %q by %d: %d workers is above its maxReplicas %d (it can take %d more)",
-			name, count, cur+count, hi, hi-cur)
+		return fmt.Errorf("cannot scale out mpijob %q by %d: it has %d workers and maxReplicas %d (it can take %d more)",
+			name, count, cur, hi, max(hi-cur, 0))
 	}
 	before := WorkersOf(s).Names()
 	if err := setReplicas(ctx, c, name, cur, cur+count); err != nil {
@@ -218,8 +218,8 @@ func runScaleIn(ctx context.Context, env *Env, name string, count int32, pods []
 		return fmt.Errorf("--count must be at least 1, got %d", count)
 	}
 	if cur-count < lo {
-		return fmt.Errorf("cannot scale in mpijob %q by %d: %d workers is below its minReplicas %d (it can lose %d)",
-			name, count, cur-count, lo, max(cur-lo, 0))
+		return fmt.Errorf("cannot scale in mpijob %q by %d: it has %d workers and minReplicas %d (it can lose %d)",
+			name, count, cur, lo, max(cur-lo, 0))
 	}
 	if err := markVictims(ctx, c, w, victims); err != nil {
 		return err

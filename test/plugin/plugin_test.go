@@ -226,8 +226,8 @@ func TestBadInput(t *testing.T) {
 	}{
 		{[]string{"get", "nope"}, `error: mpijob "nope" not found in namespace "plugin-e2e"`},
 		{[]string{"scale-out", "nope", "--count", "1"}, `error: mpijob "nope" not found in namespace "plugin-e2e"`},
-		{[]string{"scale-out", "bad", "--count", "2"}, `error: cannot scale out mpijob "bad" by 2: 4 workers is above its maxReplicas 3 (it can take 1 more)`},
-		{[]string{"scale-in", "bad", "--count", "2"}, `error: cannot scale in mpijob "bad" by 2: 0 workers is below its minReplicas 1 (it can lose 1)`},
+		{[]string{"scale-out", "bad", "--count", "2"}, `error: cannot scale out mpijob "bad" by 2: it has 2 workers and maxReplicas 3 (it can take 1 more)`},
+		{[]string{"scale-in", "bad", "--count", "2"}, `error: cannot scale in mpijob "bad" by 2: it has 2 workers and minReplicas 1 (it can lose 1)`},
 		{[]string{"scale-in", "bad", "--pod", "bad-launcher"}, `error: pod "bad-launcher" is not a worker of mpijob "bad" (its workers: bad-worker-0, bad-worker-1)`},
 		{[]string{"logs", "bad", "--worker", "5"}, `error: mpijob "bad" has no worker of index 5 (its workers' indices: 0, 1)`},
 		{[]string{"delete", "nope"}, `error: mpijob "nope" not found in namespace "plugin-e2e"`},
