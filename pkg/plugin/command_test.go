@@ -3,7 +3,9 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -283,4 +285,74 @@ func TestJobStatus(t *testing.T) {
 			t.Errorf("JobStatus(%v) = %q, want %q", tc.conds, got, tc.want)
 		}
 	}
+}
+
+// TestGetWatch prints the job again when a worker starts running, and
+// stops once the job is deleted.
+func TestGetWatch(t *testing.T) {
+	kube, mpi := fixture()
+	ctx := context.Background()
+	done := make(chan string)
+	var out bytes.Buffer
+	env := &Env{
+		NewClients: func() (*Clients, error) { return &Clients{Kube: kube, MPI: mpi, Namespace: "ml"}, nil },
+		Now:        func() time.Time { return now },
+	}
+	env.Out, env.ErrOut = &syncWriter{w: &out}, io.Discard
+	go func() {
+		cmd := newRootCommand(env)
+		cmd.SetArgs([]string{"get", "demo", "--watch"})
+		if err := cmd.ExecuteContext(ctx); err != nil {
+			t.Error(err)
+		}
+		done <- env.Out.(*syncWriter).String()
+	}()
+	waitFor := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if strings.Contains(env.Out.(*syncWriter).String(), want) {
+				return
+			}
+		}
+		t.Fatalf("the watch printed no %q:\n%s", want, env.Out.(*syncWriter).String())
+	}
+	waitFor("running 1, listed 1")
+	w1, err := kube.CoreV1().Pods("ml").Get(ctx, "demo-worker-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1.Status.Phase = corev1.PodRunning
+	if _, err := kube.CoreV1().Pods("ml").UpdateStatus(ctx, w1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("running 2, listed 1")
+	if err := mpi.KubeflowV1().MPIJobs("ml").Delete(ctx, "demo", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-done:
+		if !strings.HasSuffix(got, "\nmpijob \"demo\" deleted\n") || strings.Count(got, "Name:        demo\n") < 2 {
+			t.Errorf("the watch printed:\n%s", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not end with the job's deletion")
+	}
+}
+
+// syncWriter is a buffer that a test reads while a command writes it.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
 }

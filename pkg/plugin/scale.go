@@ -158,10 +158,10 @@ var errWaitTimeout = errors.New("timed out")
 // timeout passes (errWaitTimeout). The requests done makes run under ctx,
 // not under the timeout, so that none is cut short by it.
 func poll(ctx context.Context, env *Env, timeout time.Duration, done func(context.Context) (bool, error)) error {
-	deadline := env.Now().Add(timeout)
+	deadline := time.Now().Add(timeout)
 	return wait.PollUntilContextCancel(ctx, env.Poll, true, func(ctx context.Context) (bool, error) {
 		ok, err := done(ctx)
-		if !ok && err == nil && !env.Now().Before(deadline) {
+		if !ok && err == nil && !time.Now().Before(deadline) {
 			return false, errWaitTimeout
 		}
 		return ok, err
