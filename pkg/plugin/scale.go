@@ -28,9 +28,10 @@ until K new workers are Running and listed in discover_hosts.sh.
 
 If they are not within --timeout, the job is rolled back to its previous
 worker count: the operator removes workers that are not Running first, so
-the new workers still Pending go, and the running ones stay. The command
-then fails, naming each new worker that did not come up and the scheduler's
-reason from its events.`,
+the new workers still Pending are the first to go, then (if more must go)
+the running workers of the lowest pod-deletion-cost and highest index. The
+command then fails, naming each new worker that did not come up and the
+scheduler's reason from its events.`,
 		Example: `  kubectl mpijob scale-out mnist --count 2 --timeout 5m`,
 		Args:    exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
