@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
            -X github.com/kubeflow/mpi-operator/pkg/version.GitCommit=$(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
-        test test-unit fuzz test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi testbin kueue prereqs \
+        test test-unit fuzz test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi test-plugin testbin kueue prereqs \
         cluster-up cluster-down \
         local-up local-down demo demo-v2 bench bench-v2 clean
 
@@ -18,6 +18,7 @@ all: build
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/mpi-operator ./cmd/mpi-operator
 	$(GO) build -trimpath -o $(BIN)/kubectl-delivery ./cmd/kubectl-delivery
+	$(GO) build -trimpath -o $(BIN)/kubectl-mpijob ./cmd/kubectl-mpijob
 	cd v2 && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o ../$(BIN)/mpi-operator-v2 ./cmd/mpi-operator
 
 generate:
@@ -51,7 +52,7 @@ verify-codegen:
 lint:
 	lint=$$(hack/tools.sh golangci-lint) && $$lint run ./... && cd v2 && $$lint run ./...
 
-test: test-unit test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi test-sdk
+test: test-unit test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi test-sdk test-plugin
 
 # The v2 module's tests but its suites on a control plane (v2/test).
 test-unit: fuzz
@@ -93,6 +94,12 @@ test-e2e-v2: testbin build
 # control plane of its own; about 3.5 minutes on 2 cores.
 test-chaos: testbin build
 	$(GO) run ./hack/chaos --short
+
+# kubectl-mpijob run as a user runs it, against the operator binary on a
+# control plane of its own (_output/plugin-e2e): submit, list, get --watch,
+# scale-out (and its rollback on a timeout), scale-in, logs, delete.
+test-plugin: testbin build
+	$(GO) test -count=1 -timeout 15m ./test/plugin/...
 
 # Kueue's own manager (sigs.k8s.io/kueue v0.12.3, built by hack/kueue.sh)
 # admitting suspended elastic v2beta1 MPIJobs against a ClusterQueue quota,

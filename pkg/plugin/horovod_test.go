@@ -1,0 +1,126 @@
+package plugin
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+)
+
+// wantJob is the job BuildJob should make: launcher command, worker
+// resources, slots and bounds as given.
+func wantJob(command []string, res corev1.ResourceRequirements, slots, workers, lo, hi, drain int32) *kubeflow.MPIJob {
+	clean := common.CleanPodPolicyRunning
+	return &kubeflow.MPIJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "kubeflow.org/v1", Kind: "MPIJob"},
+		ObjectMeta: metav1.ObjectMeta{Name: "mnist", Namespace: "ml"},
+		Spec: kubeflow.MPIJobSpec{
+			SlotsPerWorker: &slots,
+			CleanPodPolicy: &clean,
+			ElasticPolicy:  &kubeflow.ElasticPolicy{MinReplicas: &lo, MaxReplicas: &hi, DrainSeconds: &drain},
+			MPIReplicaSpecs: map[common.ReplicaType]*common.ReplicaSpec{
+				kubeflow.MPIReplicaTypeLauncher: {
+					Replicas: ptrTo[int32](1),
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: "mpi-launcher", Image: "horovod:1", Command: command,
+					}}}},
+				},
+				kubeflow.MPIReplicaTypeWorker: {
+					Replicas: &workers,
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: "mpi-worker", Image: "horovod:1", Resources: res,
+					}}}},
+				},
+			},
+		},
+	}
+}
+
+func horovodrun(np, minNP, maxNP string, prog ...string) []string {
+	return append([]string{"horovodrun", "-np", np, "--min-np", minNP, "--max-np", maxNP,
+		"--host-discovery-script", "/etc/mpi/discover_hosts.sh"}, prog...)
+}
+
+func TestBuildJob(t *testing.T) {
+	base := JobRequest{Name: "mnist", Namespace: "ml", Image: "horovod:1", Workers: 2, Command: []string{"python", "train.py"}}
+	with := func(f func(*JobRequest)) JobRequest {
+		r := base
+		f(&r)
+		return r
+	}
+	q := resource.MustParse
+	cases := []struct {
+		name string
+		req  JobRequest
+		want *kubeflow.MPIJob
+	}{{
+		name: "defaults: one slot, min 1, max the workers",
+		req:  base,
+		want: wantJob(horovodrun("2", "1", "2", "python", "train.py"), corev1.ResourceRequirements{}, 1, 2, 1, 2, 30),
+	}, {
+		name: "GPUs give the slots and the limit",
+		req:  with(func(r *JobRequest) { r.GPUs, r.MinWorkers, r.MaxWorkers = 4, 1, 8 }),
+		want: wantJob(horovodrun("8", "4", "32", "python", "train.py"), corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{"nvidia.com/gpu": q("4")},
+		}, 4, 2, 1, 8, 30),
+	}, {
+		name: "slots, CPU, memory and drain as given",
+		req: with(func(r *JobRequest) {
+			r.GPUs, r.Slots, r.CPU, r.Memory, r.MinWorkers, r.MaxWorkers, r.DrainSeconds = 1, 2, "500m", "4Gi", 2, 3, ptrTo[int32](0)
+		}),
+		want: wantJob(horovodrun("4", "4", "6", "python", "train.py"), corev1.ResourceRequirements{
+			Limits:   corev1.ResourceList{"cpu": q("500m"), "memory": q("4Gi"), "nvidia.com/gpu": q("1")},
+			Requests: corev1.ResourceList{"cpu": q("500m"), "memory": q("4Gi")},
+		}, 2, 2, 2, 3, 0),
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := BuildJob(tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("BuildJob (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildJobRefuses(t *testing.T) {
+	base := JobRequest{Name: "mnist", Image: "horovod:1", Workers: 2, Command: []string{"python"}}
+	with := func(f func(*JobRequest)) JobRequest {
+		r := base
+		f(&r)
+		return r
+	}
+	cases := []struct {
+		name string
+		req  JobRequest
+		want string
+	}{
+		{"bad name", with(func(r *JobRequest) { r.Name = "Mnist_1" }), `invalid job name "Mnist_1": a lowercase DNS-1123 name of at most 63 characters is needed`},
+		{"no image", with(func(r *JobRequest) { r.Image = "" }), "--image is required"},
+		{"no command", with(func(r *JobRequest) { r.Command = nil }), "a training command is required after --, for example: -- python train.py"},
+		{"no workers", with(func(r *JobRequest) { r.Workers = 0 }), "--workers must be at least 1, got 0"},
+		{"min above workers", with(func(r *JobRequest) { r.MinWorkers = 3 }), "--min-workers (3) is above --workers (2)"},
+		{"max below workers", with(func(r *JobRequest) { r.MaxWorkers = 1 }), "--max-workers (1) is below --workers (2)"},
+		{"max above the bound", with(func(r *JobRequest) { r.MaxWorkers = kubeflow.MaxWorkers + 1 }), "--max-workers (5001) is above the most workers a job may have (5000)"},
+		{"negative GPUs", with(func(r *JobRequest) { r.GPUs = -1 }), "--gpus must not be negative, got -1"},
+		{"bad CPU", with(func(r *JobRequest) { r.CPU = "lots" }), `invalid --cpu "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`},
+		{"zero memory", with(func(r *JobRequest) { r.Memory = "0" }), `invalid --memory "0": must be positive`},
+		{"drain too long", with(func(r *JobRequest) { r.DrainSeconds = ptrTo[int32](3601) }), "--drain-seconds must be within 0 and 3600, got 3601"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := BuildJob(tc.req)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("BuildJob error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

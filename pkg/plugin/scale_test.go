@@ -1,0 +1,214 @@
+package plugin
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	mpifake "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/fake"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
+)
+
+// scaleSubresource serves the job's scale subresource from the fake's
+// tracker, and calls onScale with each new replica count, as the operator
+// would see it.
+func scaleSubresource(mpi *mpifake.Clientset, onScale func(replicas int32)) *[]int32 {
+	var updates []int32
+	jobOf := func(ns, name string) (*kubeflow.MPIJob, error) {
+		obj, err := mpi.Tracker().Get(kubeflow.SchemeGroupVersion.WithResource("mpijobs"), ns, name)
+		if err != nil {
+			return nil, err
+		}
+		return obj.(*kubeflow.MPIJob), nil
+	}
+	mpi.PrependReactor("get", "mpijobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		get := a.(clienttesting.GetAction)
+		if get.GetSubresource() != "scale" {
+			return false, nil, nil
+		}
+		job, err := jobOf(get.GetNamespace(), get.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		return true, &autoscalingv1.Scale{
+			ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace},
+			Spec:       autoscalingv1.ScaleSpec{Replicas: workerReplicas(job)},
+		}, nil
+	})
+	mpi.PrependReactor("update", "mpijobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		update := a.(clienttesting.UpdateAction)
+		if update.GetSubresource() != "scale" {
+			return false, nil, nil
+		}
+		sc := update.GetObject().(*autoscalingv1.Scale)
+		job, err := jobOf(update.GetNamespace(), sc.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		job = job.DeepCopy()
+		job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = &sc.Spec.Replicas
+		if err := mpi.Tracker().Update(kubeflow.SchemeGroupVersion.WithResource("mpijobs"), job, job.Namespace); err != nil {
+			return true, nil, err
+		}
+		updates = append(updates, sc.Spec.Replicas)
+		onScale(sc.Spec.Replicas)
+		return true, sc, nil
+	})
+	return &updates
+}
+
+// oneWorkerJob is a job "solo" of one Running, listed worker (1 to 3).
+func oneWorkerJob(t *testing.T) (*kubefake.Clientset, *mpifake.Clientset) {
+	job, err := BuildJob(JobRequest{Name: "solo", Namespace: "ml", Image: "img", Workers: 1, MaxWorkers: 3, Command: []string{"python"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0 := worker("solo-worker-0", corev1.PodRunning)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "solo-config", Namespace: "ml"},
+		Data:       map[string]string{discoverHostsKey: "#!/bin/sh\necho solo-worker-0:1\n"},
+	}
+	return kubefake.NewClientset(w0, cm), mpifake.NewSimpleClientset(job)
+}
+
+func worker(name string, phase corev1.PodPhase) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", Labels: map[string]string{labelJobName: "solo", labelRole: roleWorker}},
+		Status:     corev1.PodStatus{Phase: phase},
+	}
+}
+
+// TestScaleOutRollsBack: of two new workers one runs and one stays
+// Pending; once the timeout passes the replicas go back to 1, and the
+// error names the Pending worker with the scheduler's reason.
+func TestScaleOutRollsBack(t *testing.T) {
+	kube, mpi := oneWorkerJob(t)
+	ctx := context.Background()
+	updates := scaleSubresource(mpi, func(replicas int32) {
+		pods := kube.CoreV1().Pods("ml")
+		if replicas == 3 {
+			for _, p := range []*corev1.Pod{worker("solo-worker-1", corev1.PodRunning), worker("solo-worker-2", corev1.PodPending)} {
+				if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+					t.Error(err)
+				}
+			}
+			// The running one is listed.
+			cm, err := kube.CoreV1().ConfigMaps("ml").Get(ctx, "solo-config", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm.Data[discoverHostsKey] += "echo solo-worker-1:1\n"
+			if _, err := kube.CoreV1().ConfigMaps("ml").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+				t.Error(err)
+			}
+			_, _ = kube.CoreV1().Events("ml").Create(ctx, &corev1.Event{
+				ObjectMeta:     metav1.ObjectMeta{Name: "e", Namespace: "ml"},
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "solo-worker-2"},
+				Reason:         reasonFailedScheduling, Message: "0/1 nodes are available",
+			}, metav1.CreateOptions{})
+			return
+		}
+		// The operator drains the new workers, the Pending one first.
+		for _, name := range []string{"solo-worker-1", "solo-worker-2"} {
+			p, err := pods.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Annotations = map[string]string{elastic.AnnotationDrainingSince: "2026-05-01T12:00:00Z"}
+			if _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	out, err := run(t, kube, mpi, "scale-out", "solo", "--count", "2", "--timeout", "50ms")
+	want := `scale-out of mpijob "solo" timed out after 50ms: 1 of 2 new workers not Running and listed
+  solo-worker-2: FailedScheduling: 0/1 nodes are available
+rolled back to 1 workers; leaving the job: solo-worker-1, solo-worker-2`
+	if err == nil || err.Error() != want {
+		t.Errorf("scale-out error = %v\nwant %s", err, want)
+	}
+	if diff := cmp.Diff([]int32{3, 1}, *updates); diff != "" {
+		t.Errorf("replicas written (-want +got):\n%s", diff)
+	}
+	wantOut := "mpijob \"solo\" scaling out from 1 to 3 workers\nmpijob \"solo\": rolling back to 1 workers\n"
+	if out != wantOut {
+		t.Errorf("output %q, want %q", out, wantOut)
+	}
+}
+
+// TestScaleOutRefusesAConcurrentChange: the replicas changed between the
+// read of the job and the scale: nothing is written.
+func TestScaleOutRefusesAConcurrentChange(t *testing.T) {
+	kube, mpi := oneWorkerJob(t)
+	updates := scaleSubresource(mpi, func(int32) {})
+	mpi.PrependReactor("get", "mpijobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.(clienttesting.GetAction).GetSubresource() == "scale" {
+			return true, &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 2}}, nil
+		}
+		return false, nil, nil
+	})
+	_, err := run(t, kube, mpi, "scale-out", "solo", "--count", "1")
+	want := `mpijob "solo" has 2 workers now, not 1: it was scaled meanwhile`
+	if err == nil || err.Error() != want {
+		t.Errorf("scale-out error = %v, want %q", err, want)
+	}
+	if len(*updates) != 0 {
+		t.Errorf("replicas written: %v", *updates)
+	}
+}
+
+// TestScaleInByPod marks the named worker with the lowest cost, lowers
+// the replicas and waits until the worker is gone.
+func TestScaleInByPod(t *testing.T) {
+	kube, mpi := oneWorkerJob(t)
+	ctx := context.Background()
+	for _, p := range []*corev1.Pod{worker("solo-worker-1", corev1.PodRunning), worker("solo-worker-2", corev1.PodRunning)} {
+		p.Annotations = map[string]string{elastic.AnnotationDeletionCost: "-5"}
+		if _, err := kube.CoreV1().Pods("ml").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, _ := mpi.KubeflowV1().MPIJobs("ml").Get(ctx, "solo", metav1.GetOptions{})
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptrTo[int32](3)
+	if _, err := mpi.KubeflowV1().MPIJobs("ml").Update(ctx, job, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var costAtScale string
+	updates := scaleSubresource(mpi, func(int32) {
+		// The operator removes the cheapest worker.
+		p, err := kube.CoreV1().Pods("ml").Get(ctx, "solo-worker-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		costAtScale = p.Annotations[elastic.AnnotationDeletionCost]
+		if err := kube.CoreV1().Pods("ml").Delete(ctx, "solo-worker-0", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := kube.CoreV1().ConfigMaps("ml").Delete(ctx, "solo-config", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	out, err := run(t, kube, mpi, "scale-in", "solo", "--pod", "solo-worker-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "mpijob \"solo\" scaling in from 3 to 2 workers\n" +
+		"mpijob \"solo\" scaled in to 2 workers: solo-worker-0 left discover_hosts.sh and deleted\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+	if costAtScale != "-6" {
+		t.Errorf("the victim's pod-deletion-cost when the replicas were lowered = %q, want -6", costAtScale)
+	}
+	if diff := cmp.Diff([]int32{2}, *updates); diff != "" {
+		t.Errorf("replicas written (-want +got):\n%s", diff)
+	}
+}

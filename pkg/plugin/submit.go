@@ -1,0 +1,112 @@
+package plugin
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
+)
+
+func newSubmitCommand(env *Env) *cobra.Command {
+	var (
+		req          JobRequest
+		drainSeconds int32
+		dryRun       string
+	)
+	printFlags := genericclioptions.NewPrintFlags("created").WithTypeSetter(scheme.Scheme)
+	cmd := &cobra.Command{
+		Use:   "submit NAME --image IMAGE --workers N [flags] -- COMMAND [ARGS...]",
+		Short: "Submit an elastic Horovod MPIJob",
+		Long: `Submit an elastic Horovod MPIJob.
+
+The launcher runs horovodrun with -np, --min-np and --max-np set to --workers,
+--min-workers and --max-workers times --slots, and with the operator's
+discovery script (` + DiscoverHostsPath + `), so that Horovod follows the
+workers as the job is scaled. Each worker gets --gpus nvidia.com/gpu and
+--cpu and --memory as requests and limits.`,
+		Example: `  # Four workers of one GPU each, elastic between 2 and 8
+  kubectl mpijob submit mnist --image horovod/horovod:0.28.1 --workers 4 --min-workers 2 --max-workers 8 --gpus 1 \
+    -- python /horovod/examples/elastic/tensorflow2/tensorflow2_mnist_elastic.py
+
+  # Print the job instead of creating it
+  kubectl mpijob submit mnist --image horovod/horovod:0.28.1 --workers 2 --dry-run=client -o yaml -- python train.py`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			// NAME before --, or NAME alone (the command's absence is
+			// reported with the other checks of the request).
+			atDash := cmd.ArgsLenAtDash()
+			if atDash != 1 && (atDash != -1 || len(args) != 1) {
+				return fmt.Errorf("submit takes one job name before --, and the training command after it")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Name, req.Command = args[0], args[1:]
+			if cmd.Flags().Changed("drain-seconds") {
+				req.DrainSeconds = &drainSeconds
+			}
+			return runSubmit(cmd, env, req, dryRun, printFlags)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Image, "image", "", "image of the launcher and the workers (required)")
+	f.Int32Var(&req.Workers, "workers", 1, "workers to start with")
+	f.Int32Var(&req.MinWorkers, "min-workers", 0, "fewest workers the job runs with (default 1)")
+	f.Int32Var(&req.MaxWorkers, "max-workers", 0, "most workers the job may scale out to (default --workers)")
+	f.Int64Var(&req.GPUs, "gpus", 0, "nvidia.com/gpu per worker")
+	f.Int32Var(&req.Slots, "slots", 0, "processes per worker (default --gpus, or 1)")
+	f.StringVar(&req.CPU, "cpu", "", "CPU per worker, such as 2 or 500m")
+	f.StringVar(&req.Memory, "memory", "", "memory per worker, such as 4Gi")
+	f.Int32Var(&drainSeconds, "drain-seconds", defaultDrainSeconds, "how long a removed worker stays out of discover_hosts.sh before its pod is deleted")
+	f.StringVar(&dryRun, "dry-run", "none", `"none", "client" (print the job without sending it) or "server" (send it without persisting it)`)
+	printFlags.AddFlags(cmd)
+	return cmd
+}
+
+func runSubmit(cmd *cobra.Command, env *Env, req JobRequest, dryRun string, printFlags *genericclioptions.PrintFlags) error {
+	if dryRun != "none" && dryRun != "client" && dryRun != "server" {
+		return fmt.Errorf(`invalid --dry-run %q: must be "none", "client" or "server"`, dryRun)
+	}
+	c, err := env.Clients()
+	if err != nil {
+		return err
+	}
+	req.Namespace = c.Namespace
+	job, err := BuildJob(req)
+	if err != nil {
+		return err
+	}
+	if dryRun != "none" {
+		if err := printFlags.Complete("%s (" + dryRun + " dry run)"); err != nil {
+			return err
+		}
+	}
+	if dryRun != "client" {
+		opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
+		if dryRun == "server" {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		if job, err = c.MPI.KubeflowV1().MPIJobs(c.Namespace).Create(cmd.Context(), job, opts); err != nil {
+			return err
+		}
+	}
+	printer, err := printFlags.ToPrinter()
+	if err != nil {
+		return err
+	}
+	if dryRun == "client" {
+		// A job not sent has no status: leave it out, so that the output
+		// can be created as it is.
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(job)
+		if err != nil {
+			return err
+		}
+		delete(obj, "status")
+		return printer.PrintObj(&unstructured.Unstructured{Object: obj}, env.Out)
+	}
+	return printer.PrintObj(job, env.Out)
+}

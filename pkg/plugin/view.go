@@ -1,0 +1,232 @@
+package plugin
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
+)
+
+// Labels and names the operator gives a job's children (see the upstream
+// contract: they are shared with the upstream operator).
+const (
+	labelJobName      = "mpi-job-name"
+	labelRole         = "mpi-job-role"
+	labelReplicaIndex = "replica-index"
+	roleLauncher      = "launcher"
+	roleWorker        = "worker"
+	discoverHostsKey  = "discover_hosts.sh"
+)
+
+// ConfigMapName, LauncherName and WorkerPrefix name a job's children.
+func ConfigMapName(job string) string { return job + "-config" }
+func LauncherName(job string) string  { return job + "-launcher" }
+func WorkerPrefix(job string) string  { return job + "-worker-" }
+
+// JobView is what `get` shows of a job: a summary, then one row per pod.
+type JobView struct {
+	Name, Namespace string
+	Status          string
+	Duration        time.Duration
+	Desired         int32
+	Min, Max        int32 // zero without an elastic policy
+	Running, Listed int
+	Instances       []Instance
+}
+
+// Instance is one pod of the job.
+type Instance struct {
+	Name          string
+	Role          string
+	Index         int // -1 for the launcher
+	Phase         string
+	Node          string
+	IP            string
+	Listed        bool
+	DrainingSince string // the annotation's value; empty when not draining
+	GPUs          int64
+	Restarts      int32
+	Age           time.Duration
+}
+
+// Snapshot is what a view is made of, as read from the API server.
+type Snapshot struct {
+	Job  *kubeflow.MPIJob
+	Pods []corev1.Pod // the job's pods (label mpi-job-name)
+	// Hosts is the content of discover_hosts.sh; empty when the ConfigMap
+	// does not exist yet.
+	Hosts string
+}
+
+// View summarises a snapshot at now.
+func View(s Snapshot, now time.Time) JobView {
+	job := s.Job
+	v := JobView{
+		Name:      job.Name,
+		Namespace: job.Namespace,
+		Status:    JobStatus(job),
+		Duration:  jobDuration(job, now),
+		Desired:   workerReplicas(job),
+	}
+	if ep := job.Spec.ElasticPolicy; ep != nil {
+		v.Min, v.Max = deref(ep.MinReplicas, 1), deref(ep.MaxReplicas, v.Desired)
+	}
+	listed := ParseDiscoverHosts(s.Hosts)
+	for i := range s.Pods {
+		in := instanceOf(job.Name, &s.Pods[i], listed, now)
+		if in.Role == roleWorker {
+			if in.Phase == string(corev1.PodRunning) && in.DrainingSince == "" {
+				v.Running++
+			}
+			if in.Listed {
+				v.Listed++
+			}
+		}
+		v.Instances = append(v.Instances, in)
+	}
+	slices.SortFunc(v.Instances, func(a, b Instance) int {
+		return cmp.Or(cmp.Compare(a.Index, b.Index), cmp.Compare(a.Name, b.Name))
+	})
+	return v
+}
+
+// instanceOf describes one pod.
+func instanceOf(job string, pod *corev1.Pod, listed map[string]bool, now time.Time) Instance {
+	in := Instance{
+		Name:          pod.Name,
+		Role:          pod.Labels[labelRole],
+		Index:         -1,
+		Phase:         string(pod.Status.Phase),
+		Node:          pod.Spec.NodeName,
+		IP:            pod.Status.PodIP,
+		Listed:        listed[pod.Name],
+		DrainingSince: drainingSince(pod),
+		Age:           now.Sub(pod.CreationTimestamp.Time),
+	}
+	if pod.DeletionTimestamp != nil {
+		in.Phase = "Terminating"
+	}
+	if in.Role == roleWorker {
+		in.Index, _ = WorkerIndex(job, pod)
+	}
+	for _, c := range pod.Spec.Containers {
+		if q, ok := c.Resources.Limits[ResourceGPU]; ok {
+			in.GPUs += q.Value()
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		in.Restarts += cs.RestartCount
+	}
+	return in
+}
+
+// drainingSince is when the worker started draining, to the second; the
+// annotation as it is if it is not a time.
+func drainingSince(pod *corev1.Pod) string {
+	v := pod.Annotations[elastic.AnnotationDrainingSince]
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC().Format(time.RFC3339)
+	}
+	return v
+}
+
+// WorkerIndex tells a worker's index from its replica-index label (either
+// key) or its name's suffix.
+func WorkerIndex(job string, pod *corev1.Pod) (int, bool) {
+	for _, key := range []string{labelReplicaIndex, common.ReplicaIndexLabel} {
+		if i, ok := elastic.ParseIndex(pod.Labels[key]); ok {
+			return i, true
+		}
+	}
+	return elastic.ParseIndex(strings.TrimPrefix(pod.Name, WorkerPrefix(job)))
+}
+
+// ParseDiscoverHosts returns the hosts a discover_hosts.sh lists: one
+// `echo <host>:<slots>` line each.
+func ParseDiscoverHosts(script string) map[string]bool {
+	hosts := map[string]bool{}
+	for _, line := range strings.Split(script, "\n") {
+		hostSlots, ok := strings.CutPrefix(strings.TrimSpace(line), "echo ")
+		if !ok {
+			continue
+		}
+		host, _, _ := strings.Cut(strings.TrimSpace(hostSlots), ":")
+		if host != "" {
+			hosts[host] = true
+		}
+	}
+	return hosts
+}
+
+// JobStatus is the job's state as one word: its finishing condition if it
+// has one, else its latest true condition, followed by Resizing or Blocked
+// while those hold.
+func JobStatus(job *kubeflow.MPIJob) string {
+	state := "Pending"
+	var extra []string
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch t := string(c.Type); t {
+		case "Resizing", "Blocked":
+			extra = append(extra, t)
+		default:
+			if state != string(common.JobSucceeded) && state != string(common.JobFailed) {
+				state = t
+			}
+		}
+	}
+	return strings.Join(append([]string{state}, extra...), ",")
+}
+
+// jobDuration is from the job's start (or creation) to its end, or now.
+func jobDuration(job *kubeflow.MPIJob, now time.Time) time.Duration {
+	start := job.CreationTimestamp.Time
+	if st := job.Status.StartTime; st != nil {
+		start = st.Time
+	}
+	end := now
+	if ct := job.Status.CompletionTime; ct != nil {
+		end = ct.Time
+	}
+	return max(end.Sub(start), 0)
+}
+
+// workerReplicas is the job's Worker.replicas; an unset one counts as 1,
+// as the operator takes it.
+func workerReplicas(job *kubeflow.MPIJob) int32 {
+	spec := job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker]
+	if spec == nil {
+		return 0
+	}
+	return deref(spec.Replicas, 1)
+}
+
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// HumanDuration formats a duration as kubectl's AGE column does.
+func HumanDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	return duration.HumanDuration(d)
+}
+
+// workerCounts is "desired/running/listed" of a view.
+func (v JobView) workerCounts() []string {
+	return []string{strconv.Itoa(int(v.Desired)), strconv.Itoa(v.Running), strconv.Itoa(v.Listed)}
+}

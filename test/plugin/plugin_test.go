@@ -1,0 +1,327 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	pluginpkg "github.com/kubeflow/mpi-operator/pkg/plugin"
+)
+
+// submit starts an elastic job of small workers and waits until get shows
+// all of them running and listed.
+func submit(t *testing.T, name string, workers, maxWorkers, gpus int) {
+	t.Helper()
+	out := mustPlugin(t, "submit", name, "--image", "horovod/horovod:0.28.1",
+		"--workers", fmt.Sprint(workers), "--min-workers", "1", "--max-workers", fmt.Sprint(maxWorkers),
+		"--gpus", fmt.Sprint(gpus), "--cpu", "500m", "--memory", "1Gi", "--drain-seconds", "2",
+		"--", "python", "train.py")
+	if want := fmt.Sprintf("mpijob.kubeflow.org/%s created\n", name); out != want {
+		t.Fatalf("submit printed %q, want %q", out, want)
+	}
+	waitWorkers(t, name, workers, workers)
+}
+
+// waitWorkers waits until get reports running and listed workers.
+func waitWorkers(t *testing.T, name string, running, listed int) {
+	t.Helper()
+	want := fmt.Sprintf("running %d, listed %d", running, listed)
+	err := eventually(func() error {
+		r := plugin(t, "get", name)
+		if !strings.Contains(r.stdout, want) {
+			return fmt.Errorf("get %s shows no %q:\n%s", name, want, r)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// workerNames are the job's worker pods, through kubectl.
+func workerNames(t *testing.T, name string) []string {
+	t.Helper()
+	out, err := kubectl("get", "pods", "-l", "mpi-job-name="+name+",mpi-job-role=worker", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range strings.Fields(out) {
+		names = append(names, strings.TrimPrefix(l, "pod/"))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// hosts is the job's discover_hosts.sh, through kubectl.
+func hosts(t *testing.T, name string) []string {
+	t.Helper()
+	out, err := kubectl("get", "configmap", name+"-config", "-o", `jsonpath={.data.discover_hosts\.sh}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for h := range pluginpkg.ParseDiscoverHosts(out) {
+		names = append(names, h)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func replicas(t *testing.T, name string) string {
+	t.Helper()
+	out, err := kubectl("get", "mpijob", name, "-o", "jsonpath={.spec.mpiReplicaSpecs.Worker.replicas}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestSubmit checks the dry run's job, the created job, list and get.
+func TestSubmit(t *testing.T) {
+	r := plugin(t, "submit", "dry", "--image", "horovod/horovod:0.28.1", "--workers", "2", "--min-workers", "1",
+		"--max-workers", "4", "--gpus", "2", "--dry-run=client", "-o", "yaml", "--", "python", "train.py")
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	var job kubeflow.MPIJob
+	if err := yaml.UnmarshalStrict([]byte(r.stdout), &job); err != nil {
+		t.Fatalf("the dry run's YAML: %v\n%s", err, r.stdout)
+	}
+	wantCmd := []string{"horovodrun", "-np", "4", "--min-np", "2", "--max-np", "8",
+		"--host-discovery-script", "/etc/mpi/discover_hosts.sh", "python", "train.py"}
+	if diff := cmp.Diff(wantCmd, job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template.Spec.Containers[0].Command); diff != "" {
+		t.Errorf("launcher command (-want +got):\n%s", diff)
+	}
+	if _, err := kubectl("get", "mpijob", "dry"); err == nil {
+		t.Error("a client dry run created the job")
+	}
+	// The dry run's output is a job the API server takes as it is.
+	if _, err := kubectl("create", "--dry-run=server", "-f", writeTemp(t, r.stdout)); err != nil {
+		t.Errorf("the API server refuses the dry run's job: %v", err)
+	}
+
+	submit(t, "sub", 2, 4, 1)
+	list := mustPlugin(t, "list")
+	if !regexp.MustCompile(`(?m)^sub\s+Running\s+2\s+2\s+2\s+\S+$`).MatchString(list) {
+		t.Errorf("list has no running row for sub with 2 desired, running, listed:\n%s", list)
+	}
+	get := mustPlugin(t, "get", "sub", "-o", "wide")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^Status:\s+Running$`),
+		regexp.MustCompile(`(?m)^Workers:\s+desired 2, running 2, listed 2 \(min 1, max 4\)$`),
+		regexp.MustCompile(`(?m)^sub-launcher\s+launcher\s+Running\s+kwok-node-\d\s+no\s+-\s+0\s+0\s+\S+\s+10\.`),
+		regexp.MustCompile(`(?m)^sub-worker-0\s+worker\s+Running\s+kwok-node-\d\s+yes\s+-\s+1\s+0\s+`),
+		regexp.MustCompile(`(?m)^sub-worker-1\s+worker\s+Running\s+kwok-node-\d\s+yes\s+-\s+1\s+0\s+`),
+	} {
+		if !want.MatchString(get) {
+			t.Errorf("get -o wide does not match %s:\n%s", want, get)
+		}
+	}
+	var got kubeflow.MPIJob
+	if err := json.Unmarshal([]byte(mustPlugin(t, "get", "sub", "-o", "json")), &got); err != nil || got.Name != "sub" {
+		t.Errorf("get -o json: %v, name %q", err, got.Name)
+	}
+}
+
+// TestScaleOutAndIn grows a job by two, removes a named worker, then one
+// by count.
+func TestScaleOutAndIn(t *testing.T) {
+	submit(t, "grow", 2, 4, 1)
+	out := mustPlugin(t, "scale-out", "grow", "--count", "2", "--timeout", "2m")
+	want := "mpijob \"grow\" scaling out from 2 to 4 workers\n" +
+		"mpijob \"grow\" scaled out to 4 workers: grow-worker-2, grow-worker-3 Running and listed\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("scale-out output (-want +got):\n%s", diff)
+	}
+	all := []string{"grow-worker-0", "grow-worker-1", "grow-worker-2", "grow-worker-3"}
+	if diff := cmp.Diff(all, hosts(t, "grow")); diff != "" {
+		t.Errorf("discover_hosts.sh after scale-out (-want +got):\n%s", diff)
+	}
+
+	out = mustPlugin(t, "scale-in", "grow", "--pod", "grow-worker-1", "--timeout", "2m")
+	want = "mpijob \"grow\" scaling in from 4 to 3 workers\n" +
+		"mpijob \"grow\" scaled in to 3 workers: grow-worker-1 left discover_hosts.sh and deleted\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("scale-in --pod output (-want +got):\n%s", diff)
+	}
+	left := []string{"grow-worker-0", "grow-worker-2", "grow-worker-3"}
+	for what, got := range map[string][]string{"pods": workerNames(t, "grow"), "discover_hosts.sh": hosts(t, "grow")} {
+		if diff := cmp.Diff(left, got); diff != "" {
+			t.Errorf("%s after scale-in --pod (-want +got):\n%s", what, diff)
+		}
+	}
+
+	// By count the operator picks the highest index among equal costs.
+	out = mustPlugin(t, "scale-in", "grow", "--count", "1", "--timeout", "2m")
+	if !strings.HasSuffix(out, "scaled in to 2 workers: grow-worker-3 left discover_hosts.sh and deleted\n") {
+		t.Errorf("scale-in --count output:\n%s", out)
+	}
+	if diff := cmp.Diff([]string{"grow-worker-0", "grow-worker-2"}, workerNames(t, "grow")); diff != "" {
+		t.Errorf("pods after scale-in --count (-want +got):\n%s", diff)
+	}
+	if got := replicas(t, "grow"); got != "2" {
+		t.Errorf("replicas = %s, want 2", got)
+	}
+}
+
+// TestScaleOutTimeoutRollsBack asks for workers of 6 GPUs on two nodes of
+// 8: one new worker fits, the other stays Pending; the scale-out times out
+// and the job goes back to its one worker.
+func TestScaleOutTimeoutRollsBack(t *testing.T) {
+	submit(t, "big", 1, 3, 6)
+	start := time.Now()
+	r := plugin(t, "scale-out", "big", "--count", "2", "--timeout", "15s")
+	took := time.Since(start)
+	if r.code == 0 {
+		t.Fatalf("a scale-out that cannot be scheduled succeeded: %s", r)
+	}
+	if took < 15*time.Second {
+		t.Errorf("scale-out gave up after %s, before its timeout", took)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`^error: scale-out of mpijob "big" timed out after 15s: 1 of 2 new workers not Running and listed\n`),
+		regexp.MustCompile(`\n  big-worker-2: FailedScheduling: 0/2 nodes are available: 2 Insufficient nvidia\.com/gpu\.`),
+		regexp.MustCompile(`\nrolled back to 1 workers; leaving the job: big-worker-1, big-worker-2\n$`),
+	} {
+		if !want.MatchString(r.stderr) {
+			t.Errorf("scale-out's error does not match %s:\n%s", want, r.stderr)
+		}
+	}
+	if got := replicas(t, "big"); got != "1" {
+		t.Errorf("replicas after the rollback = %s, want 1", got)
+	}
+	// The new workers leave; the first one stays, listed.
+	err := eventually(func() error {
+		if got := workerNames(t, "big"); !slices.Equal(got, []string{"big-worker-0"}) {
+			return fmt.Errorf("workers %v", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	if diff := cmp.Diff([]string{"big-worker-0"}, hosts(t, "big")); diff != "" {
+		t.Errorf("discover_hosts.sh after the rollback (-want +got):\n%s", diff)
+	}
+}
+
+// TestBadInput checks that refused commands say why, exit 1 and change
+// nothing.
+func TestBadInput(t *testing.T) {
+	submit(t, "bad", 2, 3, 0)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "nope"}, `error: mpijob "nope" not found in namespace "plugin-e2e"`},
+		{[]string{"scale-out", "nope", "--count", "1"}, `error: mpijob "nope" not found in namespace "plugin-e2e"`},
+		{[]string{"scale-out", "bad", "--count", "2"}, `error: cannot scale out mpijob "bad" by 2: it has 2 workers and maxReplicas 3 (it can take 1 more)`},
+		{[]string{"scale-in", "bad", "--count", "2"}, `error: cannot scale in mpijob "bad" by 2: it has 2 workers and minReplicas 1 (it can lose 1)`},
+		{[]string{"scale-in", "bad", "--pod", "bad-launcher"}, `error: pod "bad-launcher" is not a worker of mpijob "bad" (its workers: bad-worker-0, bad-worker-1)`},
+		{[]string{"logs", "bad", "--worker", "5"}, `error: mpijob "bad" has no worker of index 5 (its workers' indices: 0, 1)`},
+		{[]string{"delete", "nope"}, `error: mpijob "nope" not found in namespace "plugin-e2e"`},
+	}
+	for _, tc := range cases {
+		r := plugin(t, tc.args...)
+		if r.code != 1 || strings.TrimSpace(r.stderr) != tc.want || r.stdout != "" {
+			t.Errorf("kubectl mpijob %s: %s\nwant exit 1 and %q", strings.Join(tc.args, " "), r, tc.want)
+		}
+	}
+	if got := replicas(t, "bad"); got != "2" {
+		t.Errorf("replicas after refused commands = %s, want 2", got)
+	}
+}
+
+// TestLogs reads the launcher's and a worker's logs. kwok runs no process
+// and serves no kubelet API: the API server answers with its failure to
+// reach the node, and the URL in that answer shows the request the plugin
+// made (pod, container, follow, tail). Where the node does serve logs, the
+// command must succeed.
+func TestLogs(t *testing.T) {
+	submit(t, "talk", 1, 1, 0)
+	cases := []struct {
+		args  []string
+		query string // the kubelet request the API server forwards
+	}{
+		{[]string{"logs", "talk"}, "/containerLogs/plugin-e2e/talk-launcher/mpi-launcher"},
+		{[]string{"logs", "talk", "--launcher", "-f", "--tail", "5"}, "/containerLogs/plugin-e2e/talk-launcher/mpi-launcher?follow=true&tailLines=5"},
+		{[]string{"logs", "talk", "--worker", "0", "--tail", "2"}, "/containerLogs/plugin-e2e/talk-worker-0/mpi-worker?tailLines=2"},
+		{[]string{"logs", "talk", "-c", "kubectl-delivery"}, "/containerLogs/plugin-e2e/talk-launcher/kubectl-delivery"},
+	}
+	for _, tc := range cases {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		r := pluginCtx(t, ctx, tc.args...)
+		cancel()
+		if r.code == 0 {
+			continue
+		}
+		pod, container, _ := strings.Cut(strings.TrimPrefix(strings.SplitN(tc.query, "?", 2)[0], "/containerLogs/plugin-e2e/"), "/")
+		prefix := fmt.Sprintf("error: logs of pod %s, container %s: ", pod, container)
+		if !strings.HasPrefix(r.stderr, prefix) || !strings.Contains(r.stderr, tc.query+`"`) {
+			t.Errorf("kubectl mpijob %s: %s\nwant the logs served, or an error starting %q from the API server naming %s",
+				strings.Join(tc.args, " "), r, prefix, tc.query)
+		}
+	}
+}
+
+// TestWatchAndDelete follows a job with get --watch while it grows, then
+// deletes it: the watch shows the new worker and ends with the deletion,
+// and the job's pods go with it.
+func TestWatchAndDelete(t *testing.T) {
+	submit(t, "seen", 1, 2, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	watched := make(chan result, 1)
+	go func() { watched <- pluginCtx(t, ctx, "get", "seen", "--watch") }()
+	time.Sleep(2 * time.Second)
+	mustPlugin(t, "scale-out", "seen", "--count", "1", "--timeout", "1m")
+	out := mustPlugin(t, "delete", "seen")
+	if out != "mpijob.kubeflow.org \"seen\" deleted\n" {
+		t.Errorf("delete printed %q", out)
+	}
+	r := <-watched
+	if r.code != 0 {
+		t.Fatalf("get --watch: %s", r)
+	}
+	for _, want := range []string{
+		"Workers:     desired 1, running 1, listed 1 (min 1, max 2)",
+		"Workers:     desired 2, running 2, listed 2 (min 1, max 2)",
+		"\nmpijob \"seen\" deleted\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("get --watch printed no %q:\n%s", want, r.stdout)
+		}
+	}
+	if _, err := kubectl("get", "mpijob", "seen"); err == nil {
+		t.Error("the job is still there after delete")
+	}
+	err := eventually(func() error {
+		if got := workerNames(t, "seen"); len(got) > 0 {
+			return fmt.Errorf("pods of the deleted job remain: %v", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+func writeTemp(t *testing.T, content string) string {
+	t.Helper()
+	path := t.TempDir() + "/job.yaml"
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
