@@ -10,6 +10,7 @@ declare -A PREREQ_PACKAGE=(
   [flock]=util-linux
   [setsid]=util-linux
   [unshare]=util-linux # the Kueue test (v2/test/kueue) runs its manager in a mount namespace
+  [update-ca-certificates]=ca-certificates # the CA bundle of the images (hack/images.sh)
 )
 
 require_commands() {
