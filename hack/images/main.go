@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -101,6 +102,10 @@ func run(ctx context.Context, o options) error {
 	}
 	work, err := os.MkdirTemp(o.out, ".build-")
 	if err != nil {
+		return err
+	}
+	// go build runs in each binary's module directory.
+	if work, err = filepath.Abs(work); err != nil {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(work) }()
