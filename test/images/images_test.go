@@ -118,16 +118,12 @@ func eachTarEntry(t *testing.T, file string, f func(*tar.Header, *tar.Reader)) {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Close() }()
-	tr := tar.NewReader(r)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
+	err = imagespec.EachTarEntry(r, func(hdr *tar.Header, tr *tar.Reader) error {
 		f(hdr, tr)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
 }
 
@@ -241,23 +237,20 @@ func layerContents(t *testing.T, l v1.Layer, data map[string][]byte) []layerFile
 	}
 	defer func() { _ = rc.Close() }()
 	var out []layerFile
-	tr := tar.NewReader(rc)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	err = imagespec.EachTarEntry(rc, func(hdr *tar.Header, tr *tar.Reader) error {
 		out = append(out, layerFile{Name: hdr.Name, Typeflag: hdr.Typeflag, Mode: hdr.Mode,
 			UID: hdr.Uid, GID: hdr.Gid, ModTime: hdr.ModTime.UTC(), Size: hdr.Size})
-		if hdr.Typeflag == tar.TypeReg {
-			if data[hdr.Name], err = io.ReadAll(tr); err != nil {
-				t.Fatal(err)
-			}
+		if hdr.Typeflag != tar.TypeReg {
+			return nil
 		}
+		var err error
+		data[hdr.Name], err = io.ReadAll(tr)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return out
 }
 
 // sizes are the sizes of the executables of files.

@@ -4,7 +4,10 @@
 package imagespec
 
 import (
+	"archive/tar"
+	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 	"time"
@@ -165,4 +168,22 @@ func ExecutableEntries(file string, data []byte) []Entry {
 		out = append(out, Entry{Path: path.Join(parts[:i]...), Mode: 0o755, Dir: true})
 	}
 	return append(out, Entry{Path: file, Mode: 0o755, Data: data})
+}
+
+// EachTarEntry calls f with each entry of the tar stream r, the entry's
+// data readable from tr, and stops at the first error.
+func EachTarEntry(r io.Reader, f func(hdr *tar.Header, tr *tar.Reader) error) error {
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := f(hdr, tr); err != nil {
+			return err
+		}
+	}
 }
