@@ -55,10 +55,12 @@ export GOWORK=off
 source "${ROOT}/hack/lib/kube.sh"
 prepare_kube_module
 info="$(mod_json_field "k8s.io/kubernetes@${KUBE_VERSION}" Info)"
-released="$(sed -n 's/.*"Time": *"\([^"]*\)".*/\1/p' "${info}")"
-[[ -n "${released}" ]] || { log "no release time in ${info}"; exit 1; }
-# Kubernetes prints the build date without fractions of a second.
-kube_version_xflags "${released%%.*}${released: -1}"
+# The build date in Kubernetes' own form, without fractions of a second:
+# 2026-04-15T18:01:22Z.
+released="$(sed -n -E 's/.*"Time": *"([^".]*)(\.[0-9]+)?Z".*/\1Z/p' "${info}")"
+[[ "${released}" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$ ]] ||
+  { log "no release time in ${info}: ${released}"; exit 1; }
+kube_version_xflags "${released}"
 ldflags="-s -w"
 for x in "${KUBE_XFLAGS[@]}"; do ldflags+=" -X ${x}"; done
 

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"debug/elf"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -184,9 +186,22 @@ func checkRuns(t *testing.T, spec imagespec.Spec, files map[string][]byte) {
 	if !spec.Kubectl {
 		return
 	}
-	want := "Client Version: " + kubeVersion(t)
-	if got := runExecutable(t, files[imagespec.KubectlPath], "version", "--client"); !strings.Contains(got, want) {
-		t.Errorf("/%s version --client = %q, want a line %q", imagespec.KubectlPath, got, want)
+	var got struct {
+		ClientVersion struct {
+			GitVersion, GitTreeState, BuildDate string
+		}
+	}
+	out := runExecutable(t, files[imagespec.KubectlPath], "version", "--client", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("/%s version --client -o json: %v\n%s", imagespec.KubectlPath, err, out)
+	}
+	if _, err := time.Parse(time.RFC3339, got.ClientVersion.BuildDate); err != nil {
+		t.Errorf("/%s: build date %q: %v", imagespec.KubectlPath, got.ClientVersion.BuildDate, err)
+	}
+	got.ClientVersion.BuildDate = ""
+	want := kubeVersion(t)
+	if got.ClientVersion.GitVersion != want || got.ClientVersion.GitTreeState != "clean" {
+		t.Errorf("/%s version --client: %+v, want %s, clean", imagespec.KubectlPath, got.ClientVersion, want)
 	}
 }
 
