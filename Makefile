@@ -10,6 +10,7 @@ LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
 
 .PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
         test test-unit fuzz test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi test-plugin testbin kueue prereqs \
+        images test-images \
         cluster-up cluster-down \
         local-up local-down demo demo-v2 bench bench-v2 clean
 
@@ -17,7 +18,7 @@ all: build
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/mpi-operator ./cmd/mpi-operator
-	$(GO) build -trimpath -o $(BIN)/kubectl-delivery ./cmd/kubectl-delivery
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-delivery ./cmd/kubectl-delivery
 	$(GO) build -trimpath -o $(BIN)/kubectl-mpijob ./cmd/kubectl-mpijob
 	cd v2 && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o ../$(BIN)/mpi-operator-v2 ./cmd/mpi-operator
 
@@ -52,7 +53,7 @@ verify-codegen:
 lint:
 	lint=$$(hack/tools.sh golangci-lint) && $$lint run ./... && cd v2 && $$lint run ./...
 
-test: test-unit test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi test-sdk test-plugin
+test: test-unit test-images test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi test-sdk test-plugin
 
 # The v2 module's tests but its suites on a control plane (v2/test).
 test-unit: fuzz
@@ -118,6 +119,23 @@ test-mpi: testbin build
 
 kueue: prereqs
 	hack/kueue.sh > /dev/null
+
+# The images of the operators and kubectl-delivery as archives in
+# _output/images, for linux/amd64 and linux/arm64, without a container
+# engine (hack/images.sh, README "Container images"). The first run builds
+# kubectl for both platforms into ~/.cache/mpi-operator/kubectl.
+images: prereqs
+	VERSION=$(VERSION) hack/images.sh _output/images
+
+# The archives built twice (the second time into _output/images-again),
+# then read back (test/images): configuration, layers and files of each
+# platform's image, docker load's manifest.json, the host's binaries run
+# with --version, and the two builds byte for byte.
+test-images: images
+	VERSION=$(VERSION) hack/images.sh _output/images-again > /dev/null
+	VERSION=$(VERSION) MPI_OPERATOR_IMAGES=$(CURDIR)/_output/images \
+	  MPI_OPERATOR_IMAGES_AGAIN=$(CURDIR)/_output/images-again \
+	  $(GO) test -count=1 -timeout 10m ./test/images/...
 
 testbin: prereqs
 	hack/testbin.sh > /dev/null

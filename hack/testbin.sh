@@ -89,60 +89,19 @@ EOF
 }
 
 # --- Kubernetes -------------------------------------------------------------
-KUBE_MODDIR=""
-# Prepares one throw-away module for all Kubernetes binaries: it requires
-# k8s.io/kubernetes and replaces each staging module (which Kubernetes' own
-# go.mod points at ./staging/src/...) with its published version.
-prepare_kube_module() {
-  [[ -n "${KUBE_MODDIR}" ]] && return 0
-  local start=${SECONDS}
-  log "downloading k8s.io/kubernetes@${KUBE_VERSION} module metadata"
-  local gomod
-  gomod="$(mod_json_field "k8s.io/kubernetes@${KUBE_VERSION}" GoMod)"
-  [[ -f "${gomod}" ]] || { log "cannot find go.mod of k8s.io/kubernetes@${KUBE_VERSION}"; exit 1; }
-
-  # Lines look like "k8s.io/api => ./staging/src/k8s.io/api", inside a
-  # replace ( ... ) block or after a single-line "replace".
-  local staging
-  staging="$(sed -n -E 's#^[[:space:]]*(replace[[:space:]]+)?(k8s\.io/[^[:space:]]+)[[:space:]]+=>[[:space:]]+\./staging/.*#\2#p' "${gomod}" | sort -u)"
-  [[ -n "${staging}" ]] || { log "no staging replacements found in ${gomod}"; exit 1; }
-  local govers
-  govers="$(sed -n -E 's/^go[[:space:]]+([0-9.]+)[[:space:]]*$/\1/p' "${gomod}")"
-
-  KUBE_MODDIR="${WORK}/kube"
-  mkdir -p "${KUBE_MODDIR}"
-  {
-    echo "module testbin/kube"
-    echo
-    echo "go ${govers:-1.25.0}"
-    echo
-    echo "require k8s.io/kubernetes ${KUBE_VERSION}"
-    echo
-    echo "replace ("
-    local m
-    for m in ${staging}; do
-      echo "	${m} => ${m} ${KUBE_STAGING_VERSION}"
-    done
-    echo ")"
-  } >"${KUBE_MODDIR}/go.mod"
-  log "kubernetes module: $(wc -w <<<"${staging}") staging modules replaced with ${KUBE_STAGING_VERSION} ($((SECONDS - start)) s)"
-}
+# shellcheck source=hack/lib/kube.sh
+source "${ROOT}/hack/lib/kube.sh"
 
 build_kube() {
   local name="$1"
-  prepare_kube_module
-  local major minor
-  major="${KUBE_VERSION#v}"; major="${major%%.*}"
-  minor="${KUBE_VERSION#v*.}"; minor="${minor%%.*}"
-  # The version variables Kubernetes' own build (hack/lib/version.sh) sets;
-  # without them the binaries call themselves v0.0.0-master.
-  local -a x=()
-  local p
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    x+=("${p}.gitVersion=${KUBE_VERSION}" "${p}.gitMajor=${major}" "${p}.gitMinor=${minor}"
-      "${p}.gitTreeState=clean" "${p}.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)")
-  done
-  go_build "${name}" "k8s.io/kubernetes/cmd/${name}" "${KUBE_MODDIR}" "${x[@]}"
+  if [[ -z "${KUBE_MODDIR}" ]]; then
+    local start=${SECONDS}
+    log "downloading k8s.io/kubernetes@${KUBE_VERSION} module metadata"
+    prepare_kube_module
+    log "kubernetes module ready ($((SECONDS - start)) s)"
+  fi
+  kube_version_xflags "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  go_build "${name}" "k8s.io/kubernetes/cmd/${name}" "${KUBE_MODDIR}" "${KUBE_XFLAGS[@]}"
 }
 
 # --- kwok -------------------------------------------------------------------

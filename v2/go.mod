@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/kubeflow/mpi-operator v0.0.0-00010101000000-000000000000
-	github.com/spf13/pflag v1.0.9
+	github.com/spf13/pflag v1.0.10
 	golang.org/x/crypto v0.57.0
 	k8s.io/api v0.35.4
 	k8s.io/apimachinery v0.35.4

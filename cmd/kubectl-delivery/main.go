@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/kubeflow/mpi-operator/pkg/delivery"
+	"github.com/kubeflow/mpi-operator/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -19,7 +20,12 @@ import (
 
 func main() {
 	klog.InitFlags(nil)
+	printVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
+	if *printVersion {
+		fmt.Println(version.String())
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	ctx = klog.NewContext(ctx, klog.Background())

@@ -12,6 +12,7 @@ declare -A PREREQ_PACKAGE=(
   [unshare]=util-linux # the Kueue test (v2/test/kueue) runs its manager in a mount namespace
   [mpirun]=openmpi-bin    # the real MPI run of test/mpi
   [mpicc]=libopenmpi-dev  # builds that test's MPI program
+  [update-ca-certificates]=ca-certificates # the CA bundle of the images (hack/images.sh)
 )
 
 # The Debian package of each Python module that Debian's own python3

@@ -14,7 +14,7 @@ import (
 )
 
 // Flag defaults of this binary's own flags.
-const DefaultKubectlDeliveryImage = "mpioperator/kubectl-delivery:latest"
+const DefaultKubectlDeliveryImage = "ghcr.io/kubeflow/mpi-operator-elastic/kubectl-delivery:latest"
 
 // Options are the operator's command-line settings: the ones every MPIJob
 // operator binary shares, and the v1 controller's own.

@@ -23,7 +23,7 @@ var defaults = Options{
 		Burst:         400,
 		LeaderElect:   true,
 	},
-	KubectlDeliveryImage: "mpioperator/kubectl-delivery:latest",
+	KubectlDeliveryImage: "ghcr.io/kubeflow/mpi-operator-elastic/kubectl-delivery:latest",
 	RefreshLauncher:      true,
 }
 
@@ -207,7 +207,10 @@ func TestParseArgsUpstreamCommandLines(t *testing.T) {
 			name: "deploy/v1",
 			args: []string{"-alsologtostderr", "--kubectl-delivery-image", "mpioperator/kubectl-delivery:latest",
 				"--namespace", "mpi-operator", "--lock-namespace", "mpi-operator"},
-			want: with(func(o *Options) { o.Namespace = "mpi-operator" }),
+			want: with(func(o *Options) {
+				o.Namespace = "mpi-operator"
+				o.KubectlDeliveryImage = "mpioperator/kubectl-delivery:latest"
+			}),
 		},
 		{
 			name: "kustomize",
@@ -236,6 +239,7 @@ func TestParseArgsUpstreamCommandLines(t *testing.T) {
 			want: with(func(o *Options) {
 				o.Threadiness = 16
 				o.LockNamespace = "kubeflow"
+				o.KubectlDeliveryImage = "mpioperator/kubectl-delivery:latest"
 			}),
 			warnings: []string{"Flag --gpus-per-node has been deprecated, it is ignored"},
 		},
