@@ -4,7 +4,8 @@
 #      (_output/sdk/venv, with the system's python3-kubernetes and pytest)
 #   2. runs the unit tests (sdk/python/tests/unit)
 #   3. brings up a local control plane with the v1 operator running as a
-#      process (hack/local-up.sh, LOCAL_DIR=_output/sdk, ports 29xxx)
+#      process (hack/local-up.sh, LOCAL_DIR=_output/sdk, ports 29xxx) and
+#      kwok serving the pods' logs (KWOK_SERVER_PORT)
 #   4. runs the tests against it (sdk/python/tests/cluster)
 #   5. the same with the v2beta1 operator (OPERATOR=v2 hack/local-up.sh
 #      starts the control plane afresh with the v2 install) and
@@ -26,6 +27,7 @@ export LOCAL_DIR="${ROOT}/_output/sdk"
 export ETCD_PORT=29790 ETCD_PEER_PORT=29800 APISERVER_PORT=29443
 export CONTROLLER_MANAGER_PORT=29257 SCHEDULER_PORT=29259
 export OPERATOR_MONITORING_PORT=29080 KWOK_NODES=2
+export KWOK_SERVER_PORT=29250 # kwok serves the pods' logs (kwok Logs objects)
 
 say() { echo "[test-sdk $(date +%H:%M:%S)] $*"; }
 

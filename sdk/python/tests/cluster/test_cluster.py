@@ -1,18 +1,22 @@
 """MPIJobClient against a real kube-apiserver (CRD, CEL admission rules,
 scale subresource) with the v1 operator running as a process and kwok
 nodes: pods reach Running about half a second after they are created, and
-run no container."""
+run no container; kwok serves the logs that the tests' kwok Logs objects
+name (run-tests.sh sets KWOK_SERVER_PORT)."""
 
 import copy
 import os
 import pathlib
+import queue
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 import yaml
 from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
 from mpijob import (
     APIError,
@@ -202,21 +206,95 @@ def test_wait_for_times_out_on_a_watch(client):
     assert err.value.job.metadata.name == "slow"
 
 
-def test_get_logs_reports_what_the_api_server_says(client):
-    """kwok's nodes serve no kubelet API, so the API server cannot fetch a
-    log: the SDK raises its answer (the request path itself is covered by
-    tests/unit/test_client.py). A pod that does not exist is NotFound."""
-    client.create(elastic_horovod_job("logs", "img", ["t"], 1, 1, 2))
-    client.wait_for("logs", ["Running"], timeout=60)
+def cri_log(path, *lines):
+    """Appends lines to path as a container runtime writes a container's
+    log, in the CRI format that kwok serves like a kubelet: "<RFC 3339 time
+    with nine fractional digits> stdout F <line>" each."""
+    now = time.time_ns()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now // 10**9)) + ".%09dZ" % (now % 10**9)
+    with open(path, "a", encoding="utf-8") as f:
+        f.writelines("%s stdout F %s\n" % (stamp, line) for line in lines)
+
+
+def serve_log(custom, namespace, pod, container, path):
+    """A kwok Logs object: kwok answers the API server's request for the
+    log of pod's container with the file at path."""
+    body = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Logs",
+        "metadata": {"name": pod, "namespace": namespace},
+        "spec": {"logs": [{"containers": [container], "logsFile": str(path)}]},
+    }
+    custom.create_namespaced_custom_object("kwok.x-k8s.io", "v1alpha1", namespace, "logs", body)
+
+
+@pytest.fixture(name="custom")
+def custom_fixture(kubeconfig):
+    return k8s.CustomObjectsApi(k8s_config.new_client_from_config(config_file=kubeconfig))
+
+
+@pytest.fixture(name="logs_job")
+def logs_job_fixture(client, custom, namespace, tmp_path):
+    """A running job "logs" with 2 workers whose launcher and worker 0 log
+    what the files returned (launcher, worker) hold; worker 1 has no Logs of
+    its own, so the cluster's ClusterLogs "default" serves it an empty log."""
+    client.create(elastic_horovod_job("logs", "img", ["t"], 2, 1, 2))
+    client.wait_for("logs", until=active_workers(2), timeout=60)
+    launcher, worker = tmp_path / "launcher.log", tmp_path / "worker-0.log"
+    cri_log(launcher, "rank 0: starting", "epoch 1 loss 0.9", "epoch 2 loss 0.4", "done")
+    cri_log(worker, "worker 0 ready")
+    serve_log(custom, namespace, "logs-launcher", "launcher", launcher)
+    serve_log(custom, namespace, "logs-worker-0", "worker", worker)
+    # kwok learns of the objects through its watch
+    eventually(lambda: client.get_logs("logs") != "" and client.get_logs("logs", worker=0) != "")
+    return launcher, worker
+
+
+def test_get_logs_whole_tail_and_container(client, logs_job):
+    launcher_log = "rank 0: starting\nepoch 1 loss 0.9\nepoch 2 loss 0.4\ndone\n"
+    assert client.get_logs("logs") == launcher_log
+    assert client.get_logs("logs", container="launcher") == launcher_log
+    assert client.get_logs("logs", tail_lines=2) == "epoch 2 loss 0.4\ndone\n"
+    assert client.get_logs("logs", tail_lines=0) == ""
+    assert client.get_logs("logs", worker=0, container="worker") == "worker 0 ready\n"
+    assert client.get_logs("logs", worker="logs-worker-0", tail_lines=1) == "worker 0 ready\n"
+    assert client.get_logs("logs", worker=1) == ""
+
+    # the file grows as a running container's log does
+    cri_log(logs_job[0], "one more line")
+    assert client.get_logs("logs", tail_lines=1) == "one more line\n"
+
     with pytest.raises(APIError) as err:
-        client.get_logs("logs")
-    assert "logs-launcher" in err.value.message
-    with pytest.raises(APIError) as err:
-        client.get_logs("logs", worker=0, container="worker")
-    assert "logs-worker-0" in err.value.message
+        client.get_logs("logs", container="worker")
+    assert "container worker is not valid for pod logs-launcher" in err.value.message
     with pytest.raises(NotFoundError) as err:
         client.get_logs("logs", worker=7)
     assert err.value.message == 'pods "logs-worker-7" not found'
+
+
+def test_get_logs_follow_reads_appended_lines(client, logs_job):
+    """follow=True yields the lines there are, then those written after the
+    call started, until the reader stops."""
+    got = queue.Queue()
+
+    def read():
+        for line in client.get_logs("logs", worker=0, follow=True):
+            got.put(line)
+            if line == "worker 0 stopping":
+                break  # closes the iterator, and with it the stream
+        got.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert got.get(timeout=30) == "worker 0 ready"
+    time.sleep(0.5)
+    assert got.empty()  # nothing more until the container writes
+    cri_log(logs_job[1], "worker 0 step 1")
+    assert got.get(timeout=30) == "worker 0 step 1"
+    cri_log(logs_job[1], "worker 0 step 2", "worker 0 stopping")
+    assert [got.get(timeout=30) for _ in range(3)] == ["worker 0 step 2", "worker 0 stopping", None]
+    reader.join(timeout=10)
+    assert not reader.is_alive()
 
 
 def test_example_runs(kubeconfig, namespace):
