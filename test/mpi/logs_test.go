@@ -3,38 +3,13 @@ package mpi
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeflow/mpi-operator/test/testcluster"
 )
-
-// criTime is how container runtimes write a log line's time, and how
-// kubectl logs --timestamps shows it: RFC 3339 with all nine digits of the
-// nanoseconds (time.RFC3339Nano drops trailing zeros).
-const criTime = "2006-01-02T15:04:05.000000000Z07:00"
-
-// appendCRILog appends text to path as a container runtime writes a
-// container's log, in the CRI format that kubelets (and kwok) read: one
-// "<time> <stream> F <line>" per line. It returns the time.
-func appendCRILog(path, stream, text string) (string, error) {
-	at := time.Now().UTC().Format(criTime)
-	var b strings.Builder
-	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-		fmt.Fprintf(&b, "%s %s F %s\n", at, stream, line)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return "", err
-	}
-	_, err = f.WriteString(b.String())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return at, err
-}
 
 // checkLogs makes kwok serve mpirun's output (out) as the launcher
 // container's log, from a CRI log file in root, and checks it through
@@ -44,7 +19,7 @@ func appendCRILog(path, stream, text string) (string, error) {
 func checkLogs(ctx context.Context, t *testing.T, root, out string, workers []string) {
 	launcher := job + "-launcher"
 	logFile := root + "/launcher.log"
-	at, err := appendCRILog(logFile, "stdout", out)
+	at, err := testcluster.AppendCRILog(logFile, "stdout", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +61,7 @@ func checkLogs(ctx context.Context, t *testing.T, root, out string, workers []st
 	}
 
 	// The file grows as a running container's log does.
-	if _, err := appendCRILog(logFile, "stderr", "one more line"); err != nil {
+	if _, err := testcluster.AppendCRILog(logFile, "stderr", "one more line"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := kubectl(ctx, "logs", "-n", namespace, launcher, "-c", "launcher", "--tail=1"); err != nil || got != "one more line" {

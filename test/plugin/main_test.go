@@ -1,8 +1,8 @@
 // Package plugin runs the kubectl-mpijob binary as a user would, with
 // --kubeconfig, against a control plane of its own (hack/cluster-up.sh
 // through test/testcluster: etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler and two kwok nodes of 8 GPUs each) with the operator
-// binary running, and checks each command's output and exit code and what
+// kube-scheduler and two kwok nodes of 8 GPUs each, kwok serving pods/log
+// of the simulated pods) with the operator binary running, and checks each command's output and exit code and what
 // it did to the cluster.
 //
 // Run it with `make test-plugin`, or after `make build`:
@@ -32,7 +32,7 @@ import (
 var clusterSettings = []string{
 	"ETCD_PORT=30790", "ETCD_PEER_PORT=30800", "APISERVER_PORT=30443",
 	"CONTROLLER_MANAGER_PORT=30257", "SCHEDULER_PORT=30259",
-	"KWOK_NODES=2", "KWOK_NODE_GPUS=8",
+	"KWOK_NODES=2", "KWOK_NODE_GPUS=8", "KWOK_SERVER_PORT=30250",
 }
 
 // operatorPort serves the operator's /healthz.
@@ -207,8 +207,7 @@ func plugin(t *testing.T, args ...string) result {
 
 func pluginCtx(t *testing.T, ctx context.Context, args ...string) result {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, env.plugin, append([]string{"--kubeconfig", env.cluster.Kubeconfig, "-n", ns}, args...)...)
-	cmd.Env = slicesWithout(os.Environ(), "KUBECONFIG=")
+	cmd := pluginCmd(ctx, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -222,6 +221,14 @@ func pluginCtx(t *testing.T, ctx context.Context, args ...string) result {
 	}
 	t.Logf("$ kubectl mpijob %s\n%s%s", strings.Join(args, " "), r.stdout, r.stderr)
 	return r
+}
+
+// pluginCmd is kubectl-mpijob with args, run in the tests' namespace with
+// the cluster's kubeconfig only.
+func pluginCmd(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, env.plugin, append([]string{"--kubeconfig", env.cluster.Kubeconfig, "-n", ns}, args...)...)
+	cmd.Env = slicesWithout(os.Environ(), "KUBECONFIG=")
+	return cmd
 }
 
 // mustPlugin runs the plugin and fails the test unless it exits 0.

@@ -1,10 +1,13 @@
 package plugin
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +19,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	pluginpkg "github.com/kubeflow/mpi-operator/pkg/plugin"
+	"github.com/kubeflow/mpi-operator/test/testcluster"
 )
 
 // submit starts an elastic job of small workers and waits until get shows
@@ -243,35 +247,148 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// TestLogs reads the launcher's and a worker's logs. kwok runs no process
-// and serves no kubelet API: the API server answers with its failure to
-// reach the node, and the URL in that answer shows the request the plugin
-// made (pod, container, follow, tail). Where the node does serve logs, the
-// command must succeed.
+// TestLogs reads the logs of a job's pods as kwok serves them: each
+// container's log is a CRI log file of the test's, named by a kwok Logs
+// object of the pod. It checks the whole log, a tail, the choice of pod and
+// container, and -f, which prints lines written after it started until it
+// is interrupted.
 func TestLogs(t *testing.T) {
 	submit(t, "talk", 1, 1, 0)
+	dir := t.TempDir()
+	launcherLog := "mpirun: 2 ranks\nepoch 1 loss 0.52\nepoch 2 loss 0.31\nepoch 3 loss 0.17\n"
+	serveLogs(t, dir, "talk-launcher", map[string]string{
+		"mpi-launcher":     launcherLog,
+		"kubectl-delivery": "kubectl copied to /opt/kube\n",
+	})
+	serveLogs(t, dir, "talk-worker-0", map[string]string{"mpi-worker": "worker 0: sshd listening\nworker 0: rank 1 up\n"})
+
+	// kwok reads the Logs objects through an informer: wait for the first.
+	err := eventually(func() error {
+		if r := plugin(t, "logs", "talk"); r.code != 0 || r.stdout != launcherLog {
+			return fmt.Errorf("%s", r)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("logs talk never printed the launcher's log: %v", err)
+	}
 	cases := []struct {
-		args  []string
-		query string // the kubelet request the API server forwards
+		args []string
+		want string
 	}{
-		{[]string{"logs", "talk"}, "/containerLogs/plugin-e2e/talk-launcher/mpi-launcher"},
-		{[]string{"logs", "talk", "--launcher", "-f", "--tail", "5"}, "/containerLogs/plugin-e2e/talk-launcher/mpi-launcher?follow=true&tailLines=5"},
-		{[]string{"logs", "talk", "--worker", "0", "--tail", "2"}, "/containerLogs/plugin-e2e/talk-worker-0/mpi-worker?tailLines=2"},
-		{[]string{"logs", "talk", "-c", "kubectl-delivery"}, "/containerLogs/plugin-e2e/talk-launcher/kubectl-delivery"},
+		{[]string{"logs", "talk", "--launcher"}, launcherLog},
+		{[]string{"logs", "talk", "--tail", "2"}, "epoch 2 loss 0.31\nepoch 3 loss 0.17\n"},
+		{[]string{"logs", "talk", "-c", "kubectl-delivery"}, "kubectl copied to /opt/kube\n"},
+		{[]string{"logs", "talk", "--worker", "0"}, "worker 0: sshd listening\nworker 0: rank 1 up\n"},
+		{[]string{"logs", "talk", "--worker", "0", "--tail", "1"}, "worker 0: rank 1 up\n"},
 	}
 	for _, tc := range cases {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		r := pluginCtx(t, ctx, tc.args...)
-		cancel()
-		if r.code == 0 {
-			continue
+		err := eventually(func() error {
+			r := plugin(t, tc.args...)
+			if r.code != 0 || r.stderr != "" {
+				return fmt.Errorf("%s", r)
+			}
+			if diff := cmp.Diff(tc.want, r.stdout); diff != "" {
+				return fmt.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("kubectl mpijob %s: %v", strings.Join(tc.args, " "), err)
 		}
-		pod, container, _ := strings.Cut(strings.TrimPrefix(strings.SplitN(tc.query, "?", 2)[0], "/containerLogs/plugin-e2e/"), "/")
-		prefix := fmt.Sprintf("error: logs of pod %s, container %s: ", pod, container)
-		if !strings.HasPrefix(r.stderr, prefix) || !strings.Contains(r.stderr, tc.query+`"`) {
-			t.Errorf("kubectl mpijob %s: %s\nwant the logs served, or an error starting %q from the API server naming %s",
-				strings.Join(tc.args, " "), r, prefix, tc.query)
+	}
+	checkFollow(t, filepath.Join(dir, "talk-launcher.mpi-launcher.log"), "epoch 3 loss 0.17\n")
+}
+
+// serveLogs writes each container's log to a CRI log file in dir and
+// creates the kwok Logs object of pod that names them.
+func serveLogs(t *testing.T, dir, pod string, logs map[string]string) {
+	t.Helper()
+	var entries []any
+	for container, text := range logs {
+		path := filepath.Join(dir, pod+"."+container+".log")
+		if _, err := testcluster.AppendCRILog(path, "stdout", text); err != nil {
+			t.Fatal(err)
 		}
+		entries = append(entries, map[string]any{"containers": []string{container}, "logsFile": path})
+	}
+	obj, err := json.Marshal(map[string]any{
+		"apiVersion": "kwok.x-k8s.io/v1alpha1",
+		"kind":       "Logs",
+		"metadata":   map[string]any{"name": pod, "namespace": ns},
+		"spec":       map[string]any{"logs": entries},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := env.cluster.KubectlCmd("create", "-f", "-")
+	cmd.Stdin = bytes.NewReader(obj)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("creating the Logs of %s: %v\n%s", pod, err, out)
+	}
+}
+
+// checkFollow runs logs -f --tail 1 on the launcher, which has logged
+// before, and writes more lines to its log file while the command runs: the
+// command prints the last earlier line (before), then the new lines, and
+// exits 0 on SIGINT.
+func checkFollow(t *testing.T, logFile, before string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := pluginCmd(ctx, "logs", "talk", "-f", "--tail", "1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			lines <- s.Text() + "\n"
+		}
+	}()
+	var got strings.Builder
+	// readUntil collects printed lines until they end with want.
+	readUntil := func(want string) {
+		t.Helper()
+		for !strings.HasSuffix(got.String(), want) {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("logs -f ended before printing %q; printed %q, stderr %q", want, got.String(), stderr.String())
+				}
+				got.WriteString(l)
+			case <-time.After(time.Minute):
+				t.Fatalf("logs -f printed no %q within a minute; printed %q", want, got.String())
+			}
+		}
+	}
+	readUntil(before)
+	more := "epoch 4 loss 0.09\nepoch 5 loss 0.05\n"
+	if _, err := testcluster.AppendCRILog(logFile, "stdout", more); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(more)
+	start := time.Now()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for l := range lines {
+		got.WriteString(l)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("logs -f after SIGINT: %v, stderr %q", err, stderr.String())
+	}
+	t.Logf("$ kubectl mpijob logs talk -f --tail 1   # %q appended, then SIGINT; exited in %s\n%s",
+		more, time.Since(start).Round(time.Millisecond), got.String())
+	if diff := cmp.Diff(before+more, got.String()); diff != "" {
+		t.Errorf("logs -f printed (-want +got):\n%s", diff)
 	}
 }
 
