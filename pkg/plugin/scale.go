@@ -105,8 +105,8 @@ func scaleStart(ctx context.Context, env *Env, name string, timeout time.Duratio
 }
 
 // rollBack returns a scale-out that timed out to from workers, waits for
-// the new workers that did not come up to leave, and returns the error
-// that tells the story. added are the workers created since the scale-out,
+// the new workers that did not come up to leave and the job to be back to
+// from live workers, and returns the error that tells the story. added are the workers created since the scale-out,
 // ready of them were Running and listed.
 func rollBack(ctx context.Context, env *Env, c *Clients, name string, from, count int32, timeout time.Duration, ready int, added []string) error {
 	s, err := readSnapshot(ctx, c, name)
@@ -134,9 +134,13 @@ func rollBack(ctx context.Context, env *Env, c *Clients, name string, from, coun
 		if err != nil {
 			return false, err
 		}
+		// Rolled back once the stuck workers are gone and the job is
+		// back to from live workers: the operator may take the new
+		// workers that came up in a later sync than the stuck ones.
 		w := WorkersOf(s)
-		removed = without(added, w.Live())
-		return len(without(stuck, removed)) == 0, nil
+		live := w.Live()
+		removed = without(added, live)
+		return len(without(stuck, removed)) == 0 && len(live) <= int(from), nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s\nrolled back to %d workers, but the new workers had not left after %s: %w", b.String(), from, rollbackWait, err)
