@@ -63,7 +63,7 @@ type MPIJobController struct {
 
 	queue workqueue.TypedRateLimitingInterface[string]
 	// discoveryQueue feeds the discovery lane (discovery.go).
-	discoveryQueue workqueue.TypedInterface[string]
+	discoveryQueue workqueue.TypedRateLimitingInterface[string]
 	// jobLocks keeps the two queues from syncing one job at once.
 	jobLocks     keymutex.KeyMutex
 	recorder     record.EventRecorder
@@ -135,11 +135,13 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs"}),
-		discoveryQueue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "mpijobs-discovery"}),
-		jobLocks:       keymutex.NewHashed(lockStripes),
-		recorder:       recorder,
-		clock:          clk,
-		expectations:   reconcile.NewExpectations(clk),
+		discoveryQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs-discovery"}),
+		jobLocks:     keymutex.NewHashed(lockStripes),
+		recorder:     recorder,
+		clock:        clk,
+		expectations: reconcile.NewExpectations(clk),
 	}
 	c.health = reconcile.NewHealth(clk, c.queue.Len)
 	c.pods = reconcile.PodWrites{Client: c.kube, Lister: c.podLister, Expectations: c.expectations}

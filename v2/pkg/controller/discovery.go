@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
@@ -27,15 +28,23 @@ import (
 //
 // A lock per job keeps the two from syncing one job at once, so each sync
 // sees the other's writes through the expectations and the cache, exactly
-// as two successive syncs of the main queue would. What the lane's sync
-// asks for next (a requeue after a drain period, a retry after an error)
-// goes to the main queue, which owns the job's backoff.
+// as two successive syncs of the main queue would. A write that conflicts
+// because the cache is a moment behind the other queue's last write is
+// retried in the lane a few times with a short backoff: sent to the main
+// queue, the retry would wait behind every job queued there. What the
+// lane's sync asks for next otherwise (a requeue after a drain period, a
+// retry after any other error, or after those few) goes to the main queue,
+// which owns the job's backoff.
 
 // discoveryWorkers is how many workers the lane runs beside threadiness main
 // ones. A lane worker waits while a main worker holds its job's lock; the
 // main workers hold at most threadiness locks at a time, so two more lane
 // workers always find a job they can sync.
 func discoveryWorkers(threadiness int) int { return threadiness + 2 }
+
+// maxDiscoveryRetries bounds the lane's retries of a conflict: with its
+// backoff from 5 ms, the last comes about 150 ms after the first try.
+const maxDiscoveryRetries = 5
 
 // lockStripes is the number of locks the jobs' keys are spread over.
 const lockStripes = 1024
@@ -83,6 +92,12 @@ func (c *MPIJobController) processNextDiscovery(ctx context.Context) bool {
 	defer c.discoveryQueue.Done(key)
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("mpijob", key, "lane", "discovery"))
 	requeue, err := c.lockedSync(ctx, key)
+	if apierrors.IsConflict(err) && c.discoveryQueue.NumRequeues(key) < maxDiscoveryRetries {
+		klog.FromContext(ctx).V(4).Info("Retrying in the discovery lane after a conflict", "err", err)
+		c.discoveryQueue.AddRateLimited(key)
+		return true
+	}
+	c.discoveryQueue.Forget(key)
 	reconcile.Settle(ctx, c.queue, key, requeue, err)
 	return true
 }

@@ -5,7 +5,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	core "k8s.io/client-go/testing"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
@@ -119,5 +123,42 @@ func TestDiscoveryLaneSyncs(t *testing.T) {
 	}
 	if f.c.discoveryQueue.Len() != 0 {
 		t.Error("the lane kept the key")
+	}
+}
+
+// A conflict of the lane's sync (the cache a moment behind the main
+// queue's write) is retried in the lane, a few times, before the main
+// queue takes it over.
+func TestDiscoveryLaneRetriesConflicts(t *testing.T) {
+	f := newFixture(t).start(storedJob(2, withElastic(1, 4)))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	f.updateJob(func(j *v2beta1.MPIJob) {
+		j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].Replicas = ptr(int32(1))
+	})
+	f.refresh()
+	f.kube.PrependReactor("update", "configmaps", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "job-config", nil)
+	})
+	for f.c.queue.Len() > 0 {
+		key, _ := f.c.queue.Get()
+		f.c.queue.Done(key)
+	}
+	for try := 1; try <= maxDiscoveryRetries; try++ {
+		f.refresh() // the cache shows the drain marks; the ConfigMap write conflicts again
+		f.c.discoveryQueue.Add(testKey)
+		f.c.processNextDiscovery(f.ctx)
+		if got := f.c.discoveryQueue.NumRequeues(testKey); got != try {
+			t.Fatalf("try %d: %d requeues in the lane, want %d", try, got, try)
+		}
+		if f.c.queue.NumRequeues(testKey) != 0 {
+			t.Fatalf("try %d: the main queue took the conflict over", try)
+		}
+	}
+	f.refresh()
+	f.c.discoveryQueue.Add(testKey)
+	f.c.processNextDiscovery(f.ctx)
+	if f.c.discoveryQueue.NumRequeues(testKey) != 0 || f.c.queue.NumRequeues(testKey) != 1 {
+		t.Errorf("after %d retries: lane requeues %d, main queue requeues %d; want 0 and 1",
+			maxDiscoveryRetries, f.c.discoveryQueue.NumRequeues(testKey), f.c.queue.NumRequeues(testKey))
 	}
 }
