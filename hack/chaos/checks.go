@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 // snapshot is the namespace as one set of lists read it.
@@ -84,7 +85,7 @@ func (s *snapshot) states() map[string]*jobState {
 			js.statusActive = int(rs.Active)
 		}
 		if cm := s.cms[j.Name+harness.ConfigSuffix]; cm != nil {
-			js.hosts = harness.ParseDiscoverHosts(cm.Data[harness.DiscoverHostsKey])
+			js.hosts = elastic.ParseDiscoverHosts(cm.Data[harness.DiscoverHostsKey])
 		}
 		if r := s.roles[j.Name+harness.LauncherSuffix]; r != nil {
 			js.exec = harness.RoleExec(r)

@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -34,4 +35,26 @@ func MergeFiles(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
 		}
 	}
 	return merged, true
+}
+
+// ParseDiscoverHosts returns the hosts a discover_hosts.sh lists: one
+// "echo <host>:<slots>" (v1) or "echo <host>" (v2beta1) line each, the host
+// possibly quoted. It reads what the operators write, for the tools that
+// show or check it.
+func ParseDiscoverHosts(script string) map[string]bool {
+	hosts := map[string]bool{}
+	for _, line := range strings.Split(script, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "echo ")
+		if !ok {
+			continue
+		}
+		rest = strings.Trim(strings.TrimSpace(rest), `"'`)
+		if i := strings.LastIndexByte(rest, ':'); i > 0 {
+			rest = rest[:i]
+		}
+		if rest != "" {
+			hosts[rest] = true
+		}
+	}
+	return hosts
 }

@@ -64,3 +64,23 @@ func TestMergeFiles(t *testing.T) {
 		})
 	}
 }
+
+func TestParseDiscoverHosts(t *testing.T) {
+	cases := []struct {
+		name, script string
+		want         map[string]bool
+	}{
+		{"v1 with slots", "#!/bin/sh\necho j-launcher:1\necho j-worker-10:2\necho j-worker-2:2\n",
+			map[string]bool{"j-launcher": true, "j-worker-10": true, "j-worker-2": true}},
+		{"blank lines", "#!/bin/sh\necho a-launcher:1\necho a-worker-10:2\n\necho a-worker-2:2\n",
+			map[string]bool{"a-launcher": true, "a-worker-10": true, "a-worker-2": true}},
+		{"v2beta1 host names", "#!/bin/sh\necho j-worker-0.j.ns.svc\n", map[string]bool{"j-worker-0.j.ns.svc": true}},
+		{"quoted", "#!/bin/sh\necho \"j-worker-0:1\"\n", map[string]bool{"j-worker-0": true}},
+		{"empty", "#!/bin/sh\n", map[string]bool{}},
+	}
+	for _, tc := range cases {
+		if diff := cmp.Diff(tc.want, ParseDiscoverHosts(tc.script)); diff != "" {
+			t.Errorf("%s: ParseDiscoverHosts (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}

@@ -258,14 +258,6 @@ func TestVictimCost(t *testing.T) {
 	}
 }
 
-func TestParseDiscoverHosts(t *testing.T) {
-	got := ParseDiscoverHosts("#!/bin/sh\necho a-launcher:1\necho a-worker-10:2\n\necho a-worker-2:2\n")
-	want := map[string]bool{"a-launcher": true, "a-worker-10": true, "a-worker-2": true}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ParseDiscoverHosts (-want +got):\n%s", diff)
-	}
-}
-
 func TestJobStatus(t *testing.T) {
 	cond := func(t common.JobConditionType, s corev1.ConditionStatus) common.JobCondition {
 		return common.JobCondition{Type: t, Status: s}

@@ -79,7 +79,7 @@ func View(s Snapshot, now time.Time) JobView {
 	if ep := job.Spec.ElasticPolicy; ep != nil {
 		v.Min, v.Max = deref(ep.MinReplicas, 1), deref(ep.MaxReplicas, v.Desired)
 	}
-	listed := ParseDiscoverHosts(s.Hosts)
+	listed := elastic.ParseDiscoverHosts(s.Hosts)
 	for i := range s.Pods {
 		in := instanceOf(job.Name, &s.Pods[i], listed, now)
 		if in.Role == roleWorker {
@@ -147,23 +147,6 @@ func WorkerIndex(job string, pod *corev1.Pod) (int, bool) {
 		}
 	}
 	return elastic.ParseIndex(strings.TrimPrefix(pod.Name, WorkerPrefix(job)))
-}
-
-// ParseDiscoverHosts returns the hosts a discover_hosts.sh lists: one
-// `echo <host>:<slots>` line each.
-func ParseDiscoverHosts(script string) map[string]bool {
-	hosts := map[string]bool{}
-	for _, line := range strings.Split(script, "\n") {
-		hostSlots, ok := strings.CutPrefix(strings.TrimSpace(line), "echo ")
-		if !ok {
-			continue
-		}
-		host, _, _ := strings.Cut(strings.TrimSpace(hostSlots), ":")
-		if host != "" {
-			hosts[host] = true
-		}
-	}
-	return hosts
 }
 
 // JobStatus is the job's state as one word: its finishing condition if it

@@ -23,7 +23,7 @@ type Workers struct {
 
 // WorkersOf picks the workers out of a snapshot.
 func WorkersOf(s Snapshot) Workers {
-	w := Workers{Listed: ParseDiscoverHosts(s.Hosts)}
+	w := Workers{Listed: elastic.ParseDiscoverHosts(s.Hosts)}
 	for _, p := range s.Pods {
 		if p.Labels[labelRole] == roleWorker {
 			w.Pods = append(w.Pods, p)

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
-	pluginpkg "github.com/kubeflow/mpi-operator/pkg/plugin"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/test/testcluster"
 )
 
@@ -75,7 +75,7 @@ func hosts(t *testing.T, name string) []string {
 		t.Fatal(err)
 	}
 	var names []string
-	for h := range pluginpkg.ParseDiscoverHosts(out) {
+	for h := range elastic.ParseDiscoverHosts(out) {
 		names = append(names, h)
 	}
 	slices.Sort(names)

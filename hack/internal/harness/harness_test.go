@@ -31,16 +31,6 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-func TestParseDiscoverHosts(t *testing.T) {
-	got := ParseDiscoverHosts("#!/bin/sh\necho j-launcher:1\necho j-worker-10:2\necho j-worker-2:2\n")
-	if len(got) != 3 || !got["j-worker-10"] || !got["j-worker-2"] || !got["j-launcher"] {
-		t.Errorf("hosts = %v", got)
-	}
-	if len(ParseDiscoverHosts("#!/bin/sh\n")) != 0 {
-		t.Error("an empty script lists hosts")
-	}
-}
-
 // historyFixture feeds a History the events of job "j" by hand.
 type historyFixture struct {
 	h   *History

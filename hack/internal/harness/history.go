@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 // History follows the worker pods, discover_hosts.sh and what makes a
@@ -228,33 +230,13 @@ func ParseRV(s string) int64 {
 	return v
 }
 
-// ParseDiscoverHosts returns the host names of a discover_hosts.sh: one
-// "echo <host>:<slots>" (v1) or "echo <host>" (v2beta1) line per host.
-func ParseDiscoverHosts(script string) map[string]bool {
-	hosts := map[string]bool{}
-	for _, line := range strings.Split(script, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "echo ")
-		if !ok {
-			continue
-		}
-		rest = strings.Trim(strings.TrimSpace(rest), `"'`)
-		if i := strings.LastIndexByte(rest, ':'); i > 0 {
-			rest = rest[:i]
-		}
-		if rest != "" {
-			hosts[rest] = true
-		}
-	}
-	return hosts
-}
-
 // ListedPods are the pods a discover_hosts.sh of the API lists.
 func (a API) ListedPods(script string) map[string]bool {
 	if !a.FQDNHosts {
-		return ParseDiscoverHosts(script)
+		return elastic.ParseDiscoverHosts(script)
 	}
 	pods := map[string]bool{}
-	for host := range ParseDiscoverHosts(script) {
+	for host := range elastic.ParseDiscoverHosts(script) {
 		pods[a.HostPod(host)] = true
 	}
 	return pods
