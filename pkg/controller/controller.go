@@ -30,6 +30,7 @@ import (
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
 	mpischeme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
 	listers "github.com/kubeflow/mpi-operator/pkg/client/listers/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
@@ -231,7 +232,15 @@ func (c *MPIJobController) runWorker(ctx context.Context) {
 }
 
 func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
-	return reconcile.ProcessNext(ctx, c.queue, c.health, c.syncHandler)
+	return reconcile.ProcessNext(ctx, c.queue, c.health, func(ctx context.Context, key string) (time.Duration, error) {
+		defer observeSync("main", time.Now())
+		return c.syncHandler(ctx, key)
+	})
+}
+
+// observeSync records a sync of queue that started at start.
+func observeSync(queue string, start time.Time) {
+	metrics.SyncSeconds.WithLabelValues(queue).Observe(time.Since(start).Seconds())
 }
 
 func (c *MPIJobController) enqueueJob(obj any) {

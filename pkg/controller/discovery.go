@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,7 +95,9 @@ func (c *MPIJobController) processNextDiscoveryItem(ctx context.Context) bool {
 
 	logger := klog.FromContext(ctx).WithValues("mpijob", key)
 	ctx = klog.NewContext(ctx, logger)
+	start := time.Now()
 	err := c.syncDiscovery(ctx, key)
+	observeSync("discovery", start)
 	if err != nil && c.discoveryQueue.NumRequeues(key) < maxDiscoveryRetries {
 		logger.V(4).Info("Discovery update failed; retrying", "err", err)
 		c.discoveryQueue.AddRateLimited(key)
