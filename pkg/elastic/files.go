@@ -13,11 +13,18 @@ import (
 // want has them, removed where it has none). Other annotations and labels
 // stay as they are. It reports whether that differs from cur, and never
 // modifies cur.
+//
+// A change of NextIndex alone is not a difference: the index is recorded
+// with the next change of the files. It matters only for a worker that
+// discover_hosts.sh lists (Horovod may blacklist that name), and a write
+// that lists a worker records an index above its own; while a worker
+// exists, its pod raises the index anyway. So new workers, which raise it
+// as they appear, cost no write before they are listed.
 func MergeFiles(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
 	keys := StateAnnotations()
 	same := maps.Equal(cur.Data, want.Data)
 	for _, k := range keys {
-		same = same && cur.Annotations[k] == want.Annotations[k]
+		same = same && (k == AnnotationNextWorkerIndex || cur.Annotations[k] == want.Annotations[k])
 	}
 	if same {
 		return cur, false

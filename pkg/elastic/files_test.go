@@ -41,6 +41,19 @@ func TestMergeFiles(t *testing.T) {
 			changed: true,
 		},
 		{
+			name:   "a raise of the next index alone waits for the files",
+			cur:    cm(files, map[string]string{AnnotationNextWorkerIndex: "3"}),
+			want:   cm(files, map[string]string{AnnotationNextWorkerIndex: "5"}),
+			merged: cm(files, map[string]string{AnnotationNextWorkerIndex: "3"}),
+		},
+		{
+			name:    "the next index is recorded with new files",
+			cur:     cm(other, map[string]string{AnnotationNextWorkerIndex: "3"}),
+			want:    cm(files, map[string]string{AnnotationNextWorkerIndex: "5"}),
+			merged:  cm(files, map[string]string{AnnotationNextWorkerIndex: "5"}),
+			changed: true,
+		},
+		{
 			name:    "state cleared",
 			cur:     cm(files, map[string]string{AnnotationBelowMinSince: "2026-01-02T03:04:05Z", AnnotationNextWorkerIndex: "4"}),
 			want:    cm(files, map[string]string{AnnotationNextWorkerIndex: "4"}),
