@@ -83,6 +83,9 @@ type MPIJobController struct {
 	// statusWrites remembers each job's last status write until the cache
 	// shows it.
 	statusWrites reconcile.StatusWrites
+	// countChanges holds back status writes that change the replica counts
+	// only (status.go).
+	countChanges countChanges
 }
 
 // The event recorder resolves MPIJobs through client-go's scheme, which

@@ -168,7 +168,7 @@ func TestFixedJobFailedWorkerIsNotReplaced(t *testing.T) {
 	f := newFixture(t)
 	job := runningJob(f, 2)
 	f.pods[1].Status.Phase = corev1.PodFailed
-	f.sync(job)
+	f.syncCountsDue(job)
 	// The discovery script drops it; no new worker, no replacement mark.
 	f.expectKubeWrites(update("configmaps", "pi-config"), update("roles", "pi-launcher"), patchPod("pi-launcher"))
 	// Its conditions are the upstream operator's: still Running, and no

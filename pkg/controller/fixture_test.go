@@ -156,6 +156,20 @@ func (f *fixture) syncErr(job *kubeflow.MPIJob) (time.Duration, error) {
 	return f.syncPrepared(job, nil)
 }
 
+// syncCountsDue runs one sync of job on a controller for which a change of
+// the job's replica counts alone has waited statusBatchPeriod already, so
+// that it is written.
+func (f *fixture) syncCountsDue(job *kubeflow.MPIJob) time.Duration {
+	f.t.Helper()
+	d, err := f.syncPrepared(job, func(c *MPIJobController) {
+		c.countChanges.Wait(jobKey(job), f.clock.Now().Add(-statusBatchPeriod), statusBatchPeriod)
+	})
+	if err != nil {
+		f.t.Fatalf("sync: %v", err)
+	}
+	return d
+}
+
 // syncPrepared runs one sync of job; prepare, if given, sees the controller
 // first.
 func (f *fixture) syncPrepared(job *kubeflow.MPIJob, prepare func(*MPIJobController)) (time.Duration, error) {

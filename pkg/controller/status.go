@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -152,15 +154,65 @@ func countLauncher(job *kubeflow.MPIJob, launcher *corev1.Pod) {
 	}
 }
 
+// statusBatchPeriod is how long a change of the replica counts alone may
+// wait before it is written, as the Job controller batches its pods' updates:
+// the workers of a resize change phase one after another, and their counts
+// then reach the API server in one write rather than one each. A change of a
+// condition, or of anything else, is written at once, with the counts.
+const statusBatchPeriod = time.Second
+
 // writeStatus sends the job's status to the API server if it differs from
-// what the informer saw, in one request through the status subresource.
-func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatus, job *kubeflow.MPIJob) error {
+// what the informer saw, in one request through the status subresource. A
+// difference in the replica counts alone waits up to statusBatchPeriod; it
+// returns how long until it is due.
+func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatus, job *kubeflow.MPIJob) (time.Duration, error) {
 	initStatus(&job.Status)
 	cur := job.Status.DeepCopy()
 	cur.LastReconcileTime = old.LastReconcileTime
+	key := jobKey(job)
 	if equality.Semantic.DeepEqual(old, cur) {
-		return nil
+		c.countChanges.Forget(key)
+		return 0, nil
 	}
+	if equality.Semantic.DeepEqual(withoutCounts(old), withoutCounts(cur)) {
+		if wait := c.countChanges.Wait(key, c.clock.Now(), statusBatchPeriod); wait > 0 {
+			return wait, nil
+		}
+	}
+	if err := c.updateStatus(ctx, old, job); err != nil {
+		return 0, err
+	}
+	c.countChanges.Forget(key)
+	return 0, nil
+}
+
+// withoutCounts is status with every replica count zeroed: two statuses
+// that differ only in their counts are equal without them.
+func withoutCounts(status *common.JobStatus) *common.JobStatus {
+	out := status.DeepCopy()
+	for _, rs := range out.ReplicaStatuses {
+		rs.Active, rs.Succeeded, rs.Failed = 0, 0, 0
+	}
+	return out
+}
+
+// countChanges remembers, per job, since when a change of the counts alone
+// has waited to be written.
+type countChanges struct{ since sync.Map } // job key -> time.Time
+
+// Wait records now as the start of key's wait unless it has started, and
+// returns how much of period is left; zero when the change is due.
+func (w *countChanges) Wait(key string, now time.Time, period time.Duration) time.Duration {
+	v, _ := w.since.LoadOrStore(key, now)
+	return max(v.(time.Time).Add(period).Sub(now), 0)
+}
+
+// Forget ends key's wait: the status was written, or has nothing to write.
+func (w *countChanges) Forget(key string) { w.since.Delete(key) }
+
+// updateStatus writes the job's status through the status subresource and
+// announces what changed.
+func (c *MPIJobController) updateStatus(ctx context.Context, old *common.JobStatus, job *kubeflow.MPIJob) error {
 	now := metav1.NewTime(c.clock.Now())
 	job.Status.LastReconcileTime = &now
 	base := job.ResourceVersion

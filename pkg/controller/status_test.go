@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
 var (
@@ -373,5 +374,51 @@ func TestReplicaStatus(t *testing.T) {
 	}
 	if again := replicaStatus(&s, kubeflow.MPIReplicaTypeWorker); again != rs {
 		t.Error("replicaStatus returned a new status for an existing type")
+	}
+}
+
+// TestCountChangesWait: a change of the replica counts alone waits
+// statusBatchPeriod, so that the workers of a resize are counted in one
+// write; a change of a condition is written at once.
+func TestCountChangesWait(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	f.pods[1].Status.Phase = corev1.PodPending
+	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1"}, Running: []string{"pi-worker-0"}}, elastic.State{})
+	f.pods[2].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
+	ctx, c := f.readyController(nil)
+	requeue, err := c.syncHandler(ctx, jobKey(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.expectMPIWrites()
+	if requeue != statusBatchPeriod {
+		t.Errorf("requeue after %v, want %v", requeue, statusBatchPeriod)
+	}
+	f.clock.Step(statusBatchPeriod / 2)
+	if requeue, _ = c.syncHandler(ctx, jobKey(job)); requeue != statusBatchPeriod/2 {
+		t.Errorf("second sync: requeue after %v, want %v", requeue, statusBatchPeriod/2)
+	}
+	f.expectMPIWrites()
+	f.clock.Step(statusBatchPeriod / 2)
+	if _, err := c.syncHandler(ctx, jobKey(job)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.writtenStatus().ReplicaStatuses[kubeflow.MPIReplicaTypeWorker].Active; got != 1 {
+		t.Errorf("active workers written %d, want 1", got)
+	}
+}
+
+// TestConditionChangeWritesCountsAtOnce: counts that change with a condition
+// are written in the same sync.
+func TestConditionChangeWritesCountsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	f.pods[1].Status.Phase = corev1.PodSucceeded
+	f.pods[2].Status.Phase = corev1.PodSucceeded
+	f.sync(job)
+	st := f.writtenStatus()
+	if !hasCondition(&st, common.JobSucceeded) || st.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker].Succeeded != 1 {
+		t.Errorf("status %+v, want Succeeded with 1 succeeded worker", st)
 	}
 }

@@ -39,6 +39,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 		metrics.JobInfo.DeleteLabelValues(name+launcherSuffix, ns)
 		c.expectations.Forget(key)
 		c.statusWrites.Forget(key)
+		c.countChanges.Forget(key)
 		return 0, nil
 	}
 	if err != nil {
@@ -60,10 +61,11 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 		// update event brings it back.
 		return elastic.Sooner(requeue, reconcile.ExpectationsTimeout), err
 	}
-	if statusErr := c.writeStatus(ctx, &shared.Status, job); statusErr != nil && err == nil {
+	due, statusErr := c.writeStatus(ctx, &shared.Status, job)
+	if statusErr != nil && err == nil {
 		err = statusErr
 	}
-	return requeue, err
+	return elastic.Sooner(requeue, due), err
 }
 
 // reconcile acts on a defaulted copy of the job and records the outcome in

@@ -324,7 +324,7 @@ func TestNotRunningUntilAllWorkersRun(t *testing.T) {
 	f.pods[1].Status.Phase = corev1.PodPending
 	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1"}, Running: []string{"pi-worker-0"}}, elastic.State{})
 	f.pods[2].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
-	f.sync(job)
+	f.syncCountsDue(job)
 	f.expectKubeWrites()
 	st := f.writtenStatus()
 	if hasCondition(&st, common.JobRunning) {
