@@ -86,6 +86,8 @@ type MPIJobController struct {
 	// countChanges holds back status writes that change the replica counts
 	// only (status.go).
 	countChanges countChanges
+	// scaleSteps keeps one event per scale step (pods.go).
+	scaleSteps scaleSteps
 }
 
 // The event recorder resolves MPIJobs through client-go's scheme, which

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,10 +30,10 @@ const (
 	eventDeletingPods = "DeletingPods"
 )
 
-// createWorkers creates the workers with the given indices. The Role already
-// allows the launcher to exec into them. The requests go out in parallel
-// batches that start small, as the Job controller's do.
-func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJob, indices []int) error {
+// createWorkers creates the workers with the given indices, of the planned
+// ones. The Role already allows the launcher to exec into them. The requests
+// go out in parallel batches that start small, as the Job controller's do.
+func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJob, indices, planned []int) error {
 	if len(indices) == 0 {
 		return nil
 	}
@@ -45,11 +47,41 @@ func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJ
 			created[i] = indices[d]
 		}
 		klog.FromContext(ctx).V(2).Info("Created workers", "indices", created)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScalingUp, "Created %d worker(s): %s",
-			len(created), joinNames(job, created))
-		metrics.WorkerResizes.WithLabelValues("up").Inc()
+		if c.scaleSteps.first(job) {
+			c.recorder.Eventf(job, corev1.EventTypeNormal, eventScalingUp, "Scaling up to %d worker(s): creating %s",
+				desiredWorkers(job), summarize(workerNames(job, planned)))
+			metrics.WorkerResizes.WithLabelValues("up").Inc()
+		}
 	}
 	return err
+}
+
+// scaleSteps remembers, per job, the last scale step announced, so that a
+// step whose workers are created over several syncs has one event. A step
+// is a generation of the job's spec: the replica change that made it.
+type scaleSteps struct{ last sync.Map } // job key -> "<uid>/<generation>"
+
+// first tells whether job's current step has not been announced yet, and
+// records it as announced.
+func (s *scaleSteps) first(job *kubeflow.MPIJob) bool {
+	step := fmt.Sprintf("%s/%d", job.UID, job.Generation)
+	prev, loaded := s.last.Swap(jobKey(job), step)
+	return !loaded || prev.(string) != step
+}
+
+// forget drops what is remembered of a job that is gone.
+func (s *scaleSteps) forget(key string) { s.last.Delete(key) }
+
+// maxNamesInEvent bounds the worker names an event lists.
+const maxNamesInEvent = 10
+
+// summarize lists names, the first maxNamesInEvent of them and a count of
+// the rest, so that the event of a step of a thousand workers stays short.
+func summarize(names []string) string {
+	if len(names) <= maxNamesInEvent {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxNamesInEvent], ", "), len(names)-maxNamesInEvent)
 }
 
 // markDraining takes the given workers out of discover_hosts.sh: the mark is
@@ -68,13 +100,16 @@ func (c *MPIJobController) markDraining(ctx context.Context, job *kubeflow.MPIJo
 	})
 	if names := podNames(pods, done); len(names) > 0 {
 		klog.FromContext(ctx).V(2).Info("Draining workers", "pods", names)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, eventDraining, "Draining %d worker(s) before deletion: %v", len(names), names)
+		c.recorder.Eventf(job, corev1.EventTypeNormal, eventDraining, "Scaling down to %d worker(s): %s left discover_hosts.sh and will be deleted in %v",
+			desiredWorkers(job), summarize(names), drainPeriod(job))
 	}
 	return err
 }
 
 // deleteWorkers deletes workers that no discovery script lists any more, in
-// parallel.
+// parallel. The deletion of drained workers ends the step that their
+// draining event announced; only the others (finished workers outside a
+// fixed job's range) have an event of their own.
 func (c *MPIJobController) deleteWorkers(ctx context.Context, job *kubeflow.MPIJob, pods []*corev1.Pod) error {
 	if len(pods) == 0 {
 		return nil
@@ -82,8 +117,16 @@ func (c *MPIJobController) deleteWorkers(ctx context.Context, job *kubeflow.MPIJ
 	done, err := reconcile.InBatches(len(pods), reconcile.MaxBatch, func(i int) error { return c.pods.Delete(ctx, owner(job), pods[i]) })
 	if names := podNames(pods, done); len(names) > 0 {
 		klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", names)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScaledDown, "Deleted %d worker(s): %v", len(names), names)
 		metrics.WorkerResizes.WithLabelValues("down").Inc()
+	}
+	var unannounced []string
+	for _, i := range done {
+		if _, drained := pods[i].Annotations[elastic.AnnotationDrainingSince]; !drained {
+			unannounced = append(unannounced, pods[i].Name)
+		}
+	}
+	if len(unannounced) > 0 {
+		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScaledDown, "Deleted %d worker(s): %s", len(unannounced), summarize(unannounced))
 	}
 	return err
 }
@@ -120,10 +163,10 @@ func (c *MPIJobController) observeDiscovery(ws []elastic.Worker, listed []string
 	}
 }
 
-func joinNames(job *kubeflow.MPIJob, indices []int) string {
+func workerNames(job *kubeflow.MPIJob, indices []int) []string {
 	names := make([]string, len(indices))
 	for i, idx := range indices {
 		names[i] = workerName(job, idx)
 	}
-	return fmt.Sprint(names)
+	return names
 }

@@ -40,6 +40,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 		c.expectations.Forget(key)
 		c.statusWrites.Forget(key)
 		c.countChanges.Forget(key)
+		c.scaleSteps.forget(key)
 		return 0, nil
 	}
 	if err != nil {
@@ -130,6 +131,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	if isFinished(&job.Status) {
 		return 0, nil
 	}
+	planned := plan.Create
 	if len(plan.Create) > maxCreatesPerSync {
 		// The Role and the files already name every planned worker; the
 		// rest are created on the syncs that their siblings' events bring,
@@ -172,7 +174,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	if !changing {
 		c.observeDiscovery(ws, plan.Hosts.Running)
 	}
-	if err := c.createWorkers(ctx, job, plan.Create); err != nil {
+	if err := c.createWorkers(ctx, job, plan.Create, planned); err != nil {
 		return 0, err
 	}
 	if err := c.deleteWorkers(ctx, job, plan.Remove); err != nil {

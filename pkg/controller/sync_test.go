@@ -84,7 +84,7 @@ func TestFirstSyncCreatesChildrenInOrder(t *testing.T) {
 	// Actions are reported as they happen; transitions once the status
 	// that holds them is written.
 	wantEvents := []string{
-		"Normal WorkersScalingUp Created 2 worker(s): [pi-worker-0 pi-worker-1]",
+		"Normal WorkersScalingUp Scaling up to 2 worker(s): creating pi-worker-0, pi-worker-1",
 		"Normal MPIJobCreated MPIJob ns/pi is created.",
 	}
 	if diff := cmp.Diff(wantEvents, f.events()); diff != "" {

@@ -176,7 +176,7 @@ func TestElasticShrinkDrainsFirst(t *testing.T) {
 		return condition(getJob(t, ns, "shrink"), "Resizing") == nil, nil
 	})
 	waitForExec(t, ns, "shrink", namesOf("shrink", 0, 1, 2, 3), namesOf("shrink", 0))
-	waitForEvents(t, ns, "shrink", "Normal/WorkersDraining", "Normal/WorkersScaledDown")
+	waitForEvents(t, ns, "shrink", "Normal/WorkersDraining")
 	scale, err := env.mpi.KubeflowV1().MPIJobs(ns).GetScale(context.Background(), "shrink", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
