@@ -71,8 +71,9 @@ type MPIJobController struct {
 	recorder     record.EventRecorder
 	clock        clock.Clock
 	expectations *reconcile.Expectations
-	// pods writes pods, telling expectations of each write.
-	pods reconcile.PodWrites
+	// pods writes pods, telling expectations of each write; creations
+	// creates the workers, through Config.CreationClient.
+	pods, creations reconcile.PodWrites
 	// health tracks the progress of Run and of the main queue's syncs for
 	// /healthz (see Healthy).
 	health *reconcile.Health
@@ -153,6 +154,10 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 	}
 	c.health = reconcile.NewHealth(clk, c.queue.Len)
 	c.pods = reconcile.PodWrites{Client: c.kubeClient, Lister: c.podLister, Expectations: c.expectations}
+	c.creations = c.pods
+	if cfg.CreationClient != nil {
+		c.creations.Client = cfg.CreationClient
+	}
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueJob,

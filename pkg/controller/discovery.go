@@ -27,16 +27,21 @@ import (
 //
 // The fast path writes nothing that the main sync would not write from the
 // same cache, in the same order:
-//   - both paths hold the job's lock, so they never act on a job at once;
+//   - both paths hold the job's lock while they plan and write, so they
+//     never act on a job at once;
 //   - both follow one plan, elastic.PlanWorkers of the cached workers;
 //   - the fast path acts only when the cache shows every pod the controller
 //     patched or deleted, so that the plan does not mark a worker twice or
 //     list a worker already marked;
-//   - it leaves the job alone while it has workers to create: the main sync
-//     comes back with every pod it creates and lists what runs at its own
-//     pace, which bounds the writes of a job that starts many workers; and
-//     before its files exist, once it has finished, while its spec is
-//     invalid, and when it has been below minReplicas for too long.
+//   - it acts on a job that still has workers to create too, so that the
+//     first workers of a large job are listed while the rest are created:
+//     the main sync creates them once it has released the job's lock,
+//     through a client whose rate limit is their own, and the fast path
+//     plans them as the main sync did (the files name them already; the
+//     script lists running workers only);
+//   - it leaves the job alone before its files exist, once it has
+//     finished, while its spec is invalid, and when it has been below
+//     minReplicas for too long.
 //
 // A conflict (the cache is a moment behind the main sync's own ConfigMap
 // write), like pod writes not in the cache yet, is retried a few times with
@@ -150,10 +155,6 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 	now := c.clock.Now()
 	recorded := elastic.ParseState(cm.Annotations)
 	plan := elastic.PlanWorkers(workerSpec(job), ws, recorded.NextIndex, c.workerNameHolder(job), now)
-	if len(plan.Create) > 0 {
-		logger.V(4).Info("Discovery left to the main sync", "reason", "workers to create")
-		return nil
-	}
 	clock := minReplicasClock(job, ws, recorded, now)
 	if clock.Expired() {
 		logger.V(4).Info("Discovery left to the main sync", "reason", "below minReplicas for too long")

@@ -131,6 +131,27 @@ func TestDiscoveryDrainsScaleInVictimsAsTheMainSyncDoes(t *testing.T) {
 	}
 }
 
+// TestDiscoveryListsWhileWorkersAreCreated: a job that still has workers to
+// create has its running workers listed by the fast path, which creates
+// nothing and names the planned workers in the hostfile as the main sync
+// does.
+func TestDiscoveryListsWhileWorkersAreCreated(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](3)
+
+	if err := f.discover(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
+	f.expectMPIWrites()
+	hosts := elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1", "pi-worker-2"}, Running: []string{"pi-worker-0", "pi-worker-1"}}
+	want := newConfigMap(defaulted(job), hosts, elastic.State{})
+	if diff := cmp.Diff(want.Data, updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+}
+
 func TestDiscoveryLeavesDeletionsToTheMainSync(t *testing.T) {
 	f := newFixture(t)
 	job := runningJob(f, 2)
@@ -150,11 +171,6 @@ func TestDiscoveryLeavesDeletionsToTheMainSync(t *testing.T) {
 
 func TestDiscoveryLeavesJobsToTheMainSync(t *testing.T) {
 	cases := map[string]func(f *fixture) *kubeflow.MPIJob{
-		"workers to create": func(f *fixture) *kubeflow.MPIJob {
-			job := oneOfTwoListed(f)
-			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](3)
-			return job
-		},
 		"no ConfigMap yet": func(f *fixture) *kubeflow.MPIJob {
 			job := oneOfTwoListed(f)
 			f.cms = nil

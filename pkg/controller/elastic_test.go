@@ -33,9 +33,10 @@ func TestElasticReplacesFailedWorkerUnderNewName(t *testing.T) {
 	f.expectKubeWrites(
 		update("configmaps", "pi-config"),
 		update("roles", "pi-launcher"),
-		create("pods", "pi-worker-2"),
 		patchPod("pi-worker-1"),
 		patchPod("pi-launcher"),
+		// Created once the sync has released the job's lock.
+		create("pods", "pi-worker-2"),
 	)
 	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
 	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\n" {

@@ -35,6 +35,10 @@ type Config struct {
 	// limits of its own, so that a burst of events never delays the
 	// requests that change the jobs. Nil means the controller's client.
 	EventClient kubernetes.Interface
+	// CreationClient, when set, creates the workers, under rate limits of
+	// its own, so that the creation of a large job never delays the writes
+	// that list its running workers. Nil means the controller's client.
+	CreationClient kubernetes.Interface
 }
 
 // Informers holds the informer factories the controller reads from. Pods and

@@ -137,32 +137,29 @@ func (c *MPIJobController) checkEvictedWorkers(job *kubeflow.MPIJob, workers []*
 	return true
 }
 
-// syncLauncher creates the launcher once the rest is in place, or tells a
-// running one that discover_hosts.sh changed by annotating it, which makes
-// the kubelet refresh its ConfigMap volume at once.
-func (c *MPIJobController) syncLauncher(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, cm *corev1.ConfigMap) (*corev1.Pod, error) {
-	hash := elastic.HostsHash(cm.Data[discoverHostsKey])
+// createLauncher creates the launcher, with the hash of the
+// discover_hosts.sh it starts with, once the rest is in place.
+func (c *MPIJobController) createLauncher(ctx context.Context, job *kubeflow.MPIJob, hash string) error {
 	metrics.JobInfo.WithLabelValues(launcherName(job), job.Namespace).Set(1)
-	if launcher == nil {
-		opts := launcherOptions{
-			deliveryImage:   c.cfg.KubectlDeliveryImage,
-			gangScheduler:   c.cfg.GangSchedulerName,
-			minReadyWorkers: minReadyWorkers(job),
-			hostsHash:       hash,
-		}
-		created, err := c.pods.Create(ctx, owner(job), newLauncher(job, opts))
-		if err != nil {
-			return nil, err
-		}
-		klog.FromContext(ctx).V(2).Info("Created launcher", "pod", klog.KObj(created))
-		return created, nil
+	opts := launcherOptions{
+		deliveryImage:   c.cfg.KubectlDeliveryImage,
+		gangScheduler:   c.cfg.GangSchedulerName,
+		minReadyWorkers: minReadyWorkers(job),
+		hostsHash:       hash,
 	}
-	return c.refreshLauncher(ctx, job, launcher, hash)
+	created, err := c.pods.Create(ctx, owner(job), newLauncher(job, opts))
+	if err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Created launcher", "pod", klog.KObj(created))
+	return nil
 }
 
 // refreshLauncher annotates a running launcher with the hash of the
-// discover_hosts.sh it should see, when that changed.
+// discover_hosts.sh it should see, when that changed, which makes the
+// kubelet refresh its ConfigMap volume at once.
 func (c *MPIJobController) refreshLauncher(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, hash string) (*corev1.Pod, error) {
+	metrics.JobInfo.WithLabelValues(launcherName(job), job.Namespace).Set(1)
 	if !c.cfg.RefreshLauncher || launcher.DeletionTimestamp != nil || podFinished(launcher) ||
 		launcher.Annotations[elastic.AnnotationHostsHash] == hash {
 		return launcher, nil

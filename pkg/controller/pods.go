@@ -30,15 +30,37 @@ const (
 	eventDeletingPods = "DeletingPods"
 )
 
-// createWorkers creates the workers with the given indices, of the planned
-// ones. The Role already allows the launcher to exec into them. The requests
-// go out in parallel batches that start small, as the Job controller's do.
-func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJob, indices, planned []int) error {
+// creation is what a sync creates once it has released the job's lock: the
+// workers of the given indices, of the planned ones (all the step needs),
+// then the launcher when launcherHash, the hash of the discover_hosts.sh it
+// starts with, is set.
+type creation struct {
+	indices, planned []int
+	launcherHash     *string
+}
+
+// create carries out c: the workers first, then the launcher.
+func (c *MPIJobController) create(ctx context.Context, job *kubeflow.MPIJob, create creation) error {
+	if err := c.createWorkers(ctx, job, create); err != nil {
+		return err
+	}
+	if create.launcherHash == nil {
+		return nil
+	}
+	return c.createLauncher(ctx, job, *create.launcherHash)
+}
+
+// createWorkers creates the workers of create. The Role already allows the
+// launcher to exec into them. The requests go out in parallel batches that
+// start small, as the Job controller's do, through the client for pod
+// creations, whose rate limit is their own.
+func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJob, create creation) error {
+	indices := create.indices
 	if len(indices) == 0 {
 		return nil
 	}
 	done, err := reconcile.InBatches(len(indices), 1, func(i int) error {
-		_, err := c.pods.Create(ctx, owner(job), newWorker(job, indices[i], c.cfg.GangSchedulerName))
+		_, err := c.creations.Create(ctx, owner(job), newWorker(job, indices[i], c.cfg.GangSchedulerName))
 		return err
 	})
 	if len(done) > 0 {
@@ -49,7 +71,7 @@ func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJ
 		klog.FromContext(ctx).V(2).Info("Created workers", "indices", created)
 		if c.scaleSteps.first(job) {
 			c.recorder.Eventf(job, corev1.EventTypeNormal, eventScalingUp, "Scaling up to %d worker(s): creating %s",
-				desiredWorkers(job), summarize(workerNames(job, planned)))
+				desiredWorkers(job), summarize(workerNames(job, create.planned)))
 			metrics.WorkerResizes.WithLabelValues("up").Inc()
 		}
 	}

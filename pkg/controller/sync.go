@@ -25,10 +25,23 @@ import (
 // spec. Everything it decides is derived from the cluster as the informers
 // see it, so a restarted controller carries on where the last one stopped.
 // It returns how long to wait before the job needs another look, if it does.
+//
+// The job's lock keeps the discovery fast path off the job while the sync
+// plans and writes its files, RBAC objects and pod marks; the creation of
+// new workers, which the Role already allows and the files already name,
+// comes after the lock is released, so that the fast path can list the
+// job's running workers while a large job is still being created.
 func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	c.jobLocks.LockKey(key)
-	defer func() { _ = c.jobLocks.UnlockKey(key) }()
+	locked := true
+	unlock := func() {
+		if locked {
+			_ = c.jobLocks.UnlockKey(key)
+			locked = false
+		}
+	}
+	defer unlock()
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		logger.Error(err, "Dropping malformed key")
@@ -55,7 +68,11 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	initStatus(&job.Status)
 	now := metav1.NewTime(c.clock.Now())
 
-	requeue, err := c.reconcile(ctx, job, now)
+	requeue, create, err := c.reconcile(ctx, job, now)
+	unlock()
+	if createErr := c.create(ctx, job, create); createErr != nil {
+		err = createErr
+	}
 	updateBlocked(&job.Status, err, now)
 	if c.statusWrites.Unseen(key, shared.ResourceVersion) {
 		// The cache does not show the last status write yet; the job's
@@ -70,8 +87,9 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 }
 
 // reconcile acts on a defaulted copy of the job and records the outcome in
-// its status, which the caller writes.
-func (c *MPIJobController) reconcile(ctx context.Context, job *kubeflow.MPIJob, now metav1.Time) (time.Duration, error) {
+// its status, which the caller writes. It returns the workers to create,
+// which the caller creates once it has released the job's lock.
+func (c *MPIJobController) reconcile(ctx context.Context, job *kubeflow.MPIJob, now metav1.Time) (time.Duration, creation, error) {
 	// Whether the job's end is recorded already: the pods of a finished job
 	// are wound down only once it is, so that a lost status write cannot
 	// leave a job whose pods are gone and that starts them again.
@@ -86,42 +104,46 @@ func (c *MPIJobController) reconcile(ctx context.Context, job *kubeflow.MPIJob, 
 
 	launcher, err := c.getLauncher(job)
 	if err != nil {
-		return 0, err
+		return 0, creation{}, err
 	}
 	workers, err := c.getWorkers(job)
 	if err != nil {
-		return 0, err
+		return 0, creation{}, err
 	}
 	countWorkers(job, workers)
 	countLauncher(job, launcher)
 	if invalid != nil {
-		return 0, invalid
+		return 0, creation{}, invalid
 	}
 
 	var requeue time.Duration
+	var create creation
 	if !isFinished(&job.Status) {
-		requeue, err = c.reconcileActive(ctx, job, launcher, workers, now)
+		requeue, create, err = c.reconcileActive(ctx, job, launcher, workers, now)
 		if err != nil {
-			return 0, err
+			// Workers planned despite the error (the names that pods of
+			// someone else's hold block the others only) are created.
+			return 0, create, err
 		}
 	}
 	if isFinished(&job.Status) {
-		return c.reconcileFinished(ctx, job, launcher, workers, recorded, now)
+		requeue, err := c.reconcileFinished(ctx, job, launcher, workers, recorded, now)
+		return requeue, creation{}, err
 	}
-	return requeue, nil
+	return requeue, create, nil
 }
 
 // reconcileActive runs a job that has not finished: the launcher's outcome,
 // the run policy's bounds, then the children in dependency order.
-func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.Pod, now metav1.Time) (time.Duration, error) {
+func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.Pod, now metav1.Time) (time.Duration, creation, error) {
 	if c.checkDeadline(job, now) {
-		return 0, nil
+		return 0, creation{}, nil
 	}
 	if done, err := c.checkLauncherOutcome(ctx, job, launcher, now); done || err != nil {
-		return 0, err
+		return 0, creation{}, err
 	}
 	if job.Spec.ElasticPolicy == nil && c.checkEvictedWorkers(job, workers, now) {
-		return 0, nil
+		return 0, creation{}, nil
 	}
 
 	ws := toWorkers(job, workers)
@@ -129,7 +151,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	plan := elastic.PlanWorkers(workerSpec(job), ws, recorded.NextIndex, c.workerNameHolder(job), now.Time)
 	state, belowMin := c.trackMinReplicas(job, ws, recorded, plan.NextIndex, now)
 	if isFinished(&job.Status) {
-		return 0, nil
+		return 0, creation{}, nil
 	}
 	planned := plan.Create
 	if len(plan.Create) > maxCreatesPerSync {
@@ -153,7 +175,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 		plan.Requeue = elastic.Sooner(plan.Requeue, reconcile.ExpectationsTimeout)
 	}
 	if err := c.markDraining(ctx, job, plan.Drain, now); err != nil {
-		return 0, err
+		return 0, creation{}, err
 	}
 	// The files, the launcher's RBAC objects and the PodGroup do not
 	// depend on each other; all of them come before any new worker.
@@ -169,33 +191,37 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 		func() error { return c.syncPodGroup(ctx, job) },
 	)
 	if err != nil {
-		return 0, err
+		return 0, creation{}, err
 	}
 	if !changing {
 		c.observeDiscovery(ws, plan.Hosts.Running)
 	}
-	if err := c.createWorkers(ctx, job, plan.Create, planned); err != nil {
-		return 0, err
-	}
 	if err := c.deleteWorkers(ctx, job, plan.Remove); err != nil {
-		return 0, err
+		return 0, creation{}, err
 	}
+	var launcherHash *string
 	if settled {
 		if err := c.markReplaced(ctx, job, ws, plan.Create); err != nil {
-			return 0, err
+			return 0, creation{}, err
 		}
-		// A launcher would start the ranks with a host that is not the
-		// job's: it waits until no worker name is held.
-		if launcher != nil || len(plan.InTheWay) == 0 {
-			if launcher, err = c.syncLauncher(ctx, job, launcher, cm); err != nil {
-				return 0, err
+		hash := elastic.HostsHash(cm.Data[discoverHostsKey])
+		switch {
+		case launcher != nil:
+			if launcher, err = c.refreshLauncher(ctx, job, launcher, hash); err != nil {
+				return 0, creation{}, err
 			}
+		case len(plan.InTheWay) == 0:
+			// A launcher would start the ranks with a host that is not
+			// the job's: it waits until no worker name is held. It is
+			// created after the workers this sync creates.
+			launcherHash = &hash
 		}
 	}
 	c.updateRunning(job, launcher, ws, now)
 	updateResizing(job, ws, plan, now)
 	deadline, _ := deadlineLeft(job, now)
-	return elastic.Sooner(elastic.Sooner(plan.Requeue, belowMin), deadline), blockedWorkers(job, plan.Blocked)
+	create := creation{indices: plan.Create, planned: planned, launcherHash: launcherHash}
+	return elastic.Sooner(elastic.Sooner(plan.Requeue, belowMin), deadline), create, blockedWorkers(job, plan.Blocked)
 }
 
 // checkSpec validates the job. A job that has not started fails with an

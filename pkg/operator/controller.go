@@ -22,6 +22,10 @@ type KubeClients struct {
 	// Events is the same API with a rate limiter of its own, so that a
 	// burst of events never holds up the controller's writes.
 	Events kubernetes.Interface
+	// Creations is the same API with a rate limiter of its own too, for
+	// the creation of pods: a large job's creations run at the full rate
+	// limit and never hold up the writes that list its running workers.
+	Creations kubernetes.Interface
 	// Meta reads objects' metadata only, for caches of other pods.
 	Meta metadata.Interface
 }
@@ -40,6 +44,9 @@ func NewKubeClients(cfg *rest.Config) (KubeClients, error) {
 	}
 	if cs.Events, err = kubernetes.NewForConfig(kcfg); err != nil {
 		return cs, fmt.Errorf("creating the events client: %w", err)
+	}
+	if cs.Creations, err = kubernetes.NewForConfig(kcfg); err != nil {
+		return cs, fmt.Errorf("creating the pod creations client: %w", err)
 	}
 	if cs.Meta, err = metadata.NewForConfig(cfg); err != nil {
 		return cs, fmt.Errorf("creating the metadata client: %w", err)

@@ -37,6 +37,7 @@ const (
 type clients struct {
 	kube    kubernetes.Interface
 	events  kubernetes.Interface // the same API, its own rate limits
+	creates kubernetes.Interface // the same again, for pod creations
 	meta    metadata.Interface   // objects' metadata only, for caches of other pods
 	mpi     clientset.Interface
 	volcano volcanoclient.Interface // nil when gang scheduling is off
@@ -101,7 +102,7 @@ func newClients(cfg *rest.Config, gang bool) (clients, error) {
 	if err != nil {
 		return clients{}, err
 	}
-	cs := clients{kube: kc.Kube, events: kc.Events, meta: kc.Meta}
+	cs := clients{kube: kc.Kube, events: kc.Events, creates: kc.Creations, meta: kc.Meta}
 	if cs.mpi, err = clientset.NewForConfig(cfg); err != nil {
 		return cs, fmt.Errorf("creating the MPIJob client: %w", err)
 	}
@@ -158,6 +159,7 @@ func runController(ctx context.Context, cs clients, o *Options, running *operato
 	}
 	return operator.RunController(ctx, running, o.Threadiness, func(ctx context.Context) (operator.Informers, operator.Controller) {
 		cfg.EventClient = cs.events
+		cfg.CreationClient = cs.creates
 		inf := controller.NewInformers(cs.kube, cs.meta, cs.mpi, vc, cfg)
 		return inf, controller.NewMPIJobController(ctx, cs.kube, cs.mpi, vc, inf, cfg)
 	})
