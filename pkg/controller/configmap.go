@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
@@ -12,9 +13,9 @@ import (
 )
 
 // syncConfigMap writes the job's /etc/mpi files and bookkeeping, if they
-// changed.
-func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJob, hosts elastic.Hosts, state elastic.State) (*corev1.ConfigMap, error) {
-	return reconcile.Ensure(ctx, owner(job), c.configMapChild(), newConfigMap(job, hosts, state))
+// changed, through w.
+func (c *MPIJobController) syncConfigMap(ctx context.Context, w writePath, job *kubeflow.MPIJob, hosts elastic.Hosts, state elastic.State) (*corev1.ConfigMap, error) {
+	return reconcile.Ensure(ctx, owner(job), c.configMapChild(w.kube), newConfigMap(job, hosts, state))
 }
 
 // recordedState reads the bookkeeping from the job's ConfigMap; the zero
@@ -27,8 +28,8 @@ func (c *MPIJobController) recordedState(job *kubeflow.MPIJob) elastic.State {
 	return elastic.ParseState(cm.Annotations)
 }
 
-func (c *MPIJobController) configMapChild() reconcile.Child[*corev1.ConfigMap] {
+func (c *MPIJobController) configMapChild(client kubernetes.Interface) reconcile.Child[*corev1.ConfigMap] {
 	return reconcile.ChildOf("ConfigMap", func(ns, name string) (*corev1.ConfigMap, error) { return c.cmLister.ConfigMaps(ns).Get(name) },
-		func(ns string) reconcile.TypedClient[*corev1.ConfigMap] { return c.kubeClient.CoreV1().ConfigMaps(ns) },
+		func(ns string) reconcile.TypedClient[*corev1.ConfigMap] { return client.CoreV1().ConfigMaps(ns) },
 		elastic.MergeFiles)
 }

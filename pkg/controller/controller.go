@@ -74,6 +74,9 @@ type MPIJobController struct {
 	// pods writes pods, telling expectations of each write; creations
 	// creates the workers, through Config.CreationClient.
 	pods, creations reconcile.PodWrites
+	// listing is how the discovery fast path writes, through
+	// Config.ListingClient.
+	listing writePath
 	// health tracks the progress of Run and of the main queue's syncs for
 	// /healthz (see Healthy).
 	health *reconcile.Health
@@ -157,6 +160,11 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 	c.creations = c.pods
 	if cfg.CreationClient != nil {
 		c.creations.Client = cfg.CreationClient
+	}
+	c.listing = c.mainPath()
+	if cfg.ListingClient != nil {
+		c.listing.kube = cfg.ListingClient
+		c.listing.pods.Client = cfg.ListingClient
 	}
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
@@ -246,6 +254,18 @@ func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
 		defer observeSync("main", time.Now())
 		return c.syncHandler(ctx, key)
 	})
+}
+
+// writePath is a client to write through, for the ConfigMaps and, telling
+// expectations of each write, the pods.
+type writePath struct {
+	kube kubernetes.Interface
+	pods reconcile.PodWrites
+}
+
+// mainPath is how the main sync writes.
+func (c *MPIJobController) mainPath() writePath {
+	return writePath{kube: c.kubeClient, pods: c.pods}
 }
 
 // observeSync records a sync of queue that started at start.

@@ -22,7 +22,9 @@ import (
 // the script lists, and changes of a job's worker replicas, therefore also
 // go to a queue of their own. Its workers carry out the first steps of the
 // main sync and nothing else: mark the plan's victims draining, then write
-// the job's files, then tell its launcher. Creations, deletions, the Role
+// the job's files, then tell its launcher, through a client whose rate limit
+// is their own (Config.ListingClient), so that the main sync's writes of a
+// burst never hold them up. Creations, deletions, the Role
 // and the status stay with the main sync, which has every event too.
 //
 // The fast path writes nothing that the main sync would not write from the
@@ -160,11 +162,11 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 		logger.V(4).Info("Discovery left to the main sync", "reason", "below minReplicas for too long")
 		return nil
 	}
-	if err := c.markDraining(ctx, job, plan.Drain, metav1.NewTime(now)); err != nil {
+	if err := c.markDraining(ctx, c.listing, job, plan.Drain, metav1.NewTime(now)); err != nil {
 		return err
 	}
 	state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: clock.Since}
-	written, err := c.syncConfigMap(ctx, job, plan.Hosts, state)
+	written, err := c.syncConfigMap(ctx, c.listing, job, plan.Hosts, state)
 	if err != nil {
 		return err
 	}
@@ -174,6 +176,6 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 	if err != nil || launcher == nil {
 		return nil
 	}
-	_, err = c.refreshLauncher(ctx, job, launcher, elastic.HostsHash(written.Data[discoverHostsKey]))
+	_, err = c.refreshLauncher(ctx, c.listing, job, launcher, elastic.HostsHash(written.Data[discoverHostsKey]))
 	return err
 }

@@ -9,6 +9,8 @@ import (
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
@@ -317,5 +319,31 @@ func TestReplicaChangesReachTheFastPath(t *testing.T) {
 				t.Errorf("fast-path queue holds %d keys, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDiscoveryWritesThroughTheListingClient: the fast path's writes go
+// through the client whose rate limit is theirs, none through the main one.
+func TestDiscoveryWritesThroughTheListingClient(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](1)
+	var listing *k8sfake.Clientset
+	err := f.discover(job, func(c *MPIJobController) {
+		objs := []runtime.Object{f.cms[0]}
+		for _, p := range f.pods {
+			objs = append(objs, p)
+		}
+		listing = k8sfake.NewClientset(objs...)
+		c.listing = writePath{kube: listing, pods: reconcile.PodWrites{Client: listing, Lister: c.podLister, Expectations: c.expectations}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites()
+	// The script lists worker 0 alone, as before: the launcher is not patched.
+	want := []action{patchPod("pi-worker-1"), update("configmaps", "pi-config")}
+	if diff := cmp.Diff(inIssueOrder(want), inIssueOrder(writes(listing.Actions())), cmp.AllowUnexported(action{})); diff != "" {
+		t.Errorf("writes of the listing client (-want +got):\n%s", diff)
 	}
 }

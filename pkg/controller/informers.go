@@ -39,6 +39,12 @@ type Config struct {
 	// its own, so that the creation of a large job never delays the writes
 	// that list its running workers. Nil means the controller's client.
 	CreationClient kubernetes.Interface
+	// ListingClient, when set, writes the discovery fast path's requests
+	// (the files, draining marks and the launcher's refresh) under rate
+	// limits of their own, so that a burst of the main sync's writes never
+	// delays the listing of a running worker. Nil means the controller's
+	// client.
+	ListingClient kubernetes.Interface
 }
 
 // Informers holds the informer factories the controller reads from. Pods and

@@ -174,7 +174,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 		// Should that event be lost, look again once the wait has expired.
 		plan.Requeue = elastic.Sooner(plan.Requeue, reconcile.ExpectationsTimeout)
 	}
-	if err := c.markDraining(ctx, job, plan.Drain, now); err != nil {
+	if err := c.markDraining(ctx, c.mainPath(), job, plan.Drain, now); err != nil {
 		return 0, creation{}, err
 	}
 	// The files, the launcher's RBAC objects and the PodGroup do not
@@ -183,7 +183,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	err := reconcile.Concurrently(
 		func() (err error) {
 			if !changing {
-				cm, err = c.syncConfigMap(ctx, job, plan.Hosts, state)
+				cm, err = c.syncConfigMap(ctx, c.mainPath(), job, plan.Hosts, state)
 			}
 			return err
 		},
@@ -207,7 +207,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 		hash := elastic.HostsHash(cm.Data[discoverHostsKey])
 		switch {
 		case launcher != nil:
-			if launcher, err = c.refreshLauncher(ctx, job, launcher, hash); err != nil {
+			if launcher, err = c.refreshLauncher(ctx, c.mainPath(), job, launcher, hash); err != nil {
 				return 0, creation{}, err
 			}
 		case len(plan.InTheWay) == 0:
