@@ -88,7 +88,7 @@ type MPIJobController struct {
 	// shows it.
 	statusWrites reconcile.StatusWrites
 	// countChanges holds back status writes that change the replica counts
-	// only (status.go).
+	// or the Resizing condition only (status.go).
 	countChanges countChanges
 	// scaleSteps keeps one event per scale step (pods.go).
 	scaleSteps scaleSteps

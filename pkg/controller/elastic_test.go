@@ -29,7 +29,7 @@ func TestElasticReplacesFailedWorkerUnderNewName(t *testing.T) {
 	f.pods[1].Status.Phase = corev1.PodFailed
 	f.pods[1].Status.Reason = "Evicted"
 
-	f.sync(job)
+	f.syncCountsDue(job)
 	f.expectKubeWrites(
 		update("configmaps", "pi-config"),
 		update("roles", "pi-launcher"),
@@ -98,7 +98,7 @@ func TestElasticBelowMinReplicasStartsClock(t *testing.T) {
 	job.Spec.ElasticPolicy.MinReplicasTimeoutSeconds = ptr[int32](120)
 	f.pods[2].Status.Phase = corev1.PodFailed
 
-	if d := f.sync(job); d != 120*time.Second {
+	if d := f.syncCountsDue(job); d != 120*time.Second {
 		t.Errorf("requeue = %v, want the 120s timeout", d)
 	}
 	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
@@ -153,7 +153,7 @@ func TestResizingConditionClearsWhenSettled(t *testing.T) {
 	f := newFixture(t)
 	job := runningJob(f, 2)
 	setCondition(&job.Status, conditionResizing, reasonResizing, "MPIJob ns/pi is resizing to 2 worker(s).", job.Status.Conditions[0].LastTransitionTime)
-	f.sync(job)
+	f.syncCountsDue(job)
 	f.expectKubeWrites()
 	st := f.writtenStatus()
 	if findCondition(&st, conditionResizing) != nil {
@@ -178,4 +178,29 @@ func TestFixedJobFailedWorkerIsNotReplaced(t *testing.T) {
 	if !hasCondition(&st, common.JobRunning) || findCondition(&st, conditionResizing) != nil {
 		t.Errorf("conditions %+v, want Running and no Resizing", st.Conditions)
 	}
+}
+
+// TestResizeWithinBatchPeriodWritesNoCondition: the Resizing condition of a
+// resize waits with the counts; a resize that settles within
+// statusBatchPeriod never writes it.
+func TestResizeWithinBatchPeriodWritesNoCondition(t *testing.T) {
+	f := newFixture(t)
+	job := elasticJob(f, 2, 1)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](3)
+	ctx, c := f.readyController(nil)
+	requeue, err := c.syncHandler(ctx, jobKey(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.expectMPIWrites()
+	if requeue != statusBatchPeriod {
+		t.Errorf("requeue after %v, want %v for the Resizing condition", requeue, statusBatchPeriod)
+	}
+	// Back to two workers before the period ends: nothing to write.
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
+	f.clock.Step(statusBatchPeriod / 2)
+	if _, err := c.syncHandler(ctx, jobKey(job)); err != nil {
+		t.Fatal(err)
+	}
+	f.expectMPIWrites()
 }

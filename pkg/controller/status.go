@@ -154,17 +154,19 @@ func countLauncher(job *kubeflow.MPIJob, launcher *corev1.Pod) {
 	}
 }
 
-// statusBatchPeriod is how long a change of the replica counts alone may
-// wait before it is written, as the Job controller batches its pods' updates:
-// the workers of a resize change phase one after another, and their counts
-// then reach the API server in one write rather than one each. A change of a
-// condition, or of anything else, is written at once, with the counts.
+// statusBatchPeriod is how long a change of the replica counts or of the
+// Resizing condition alone may wait before it is written, as the Job
+// controller batches its pods' updates: the workers of a resize change phase
+// one after another, and the status then reaches the API server in one write
+// rather than one each; a resize that settles within the period costs one
+// write, with the Resizing condition come and gone. A change of another
+// condition, or of anything else, is written at once, with the rest.
 const statusBatchPeriod = time.Second
 
 // writeStatus sends the job's status to the API server if it differs from
 // what the informer saw, in one request through the status subresource. A
-// difference in the replica counts alone waits up to statusBatchPeriod; it
-// returns how long until it is due.
+// difference in what withoutBatched leaves out alone waits up to
+// statusBatchPeriod; it returns how long until it is due.
 func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatus, job *kubeflow.MPIJob) (time.Duration, error) {
 	initStatus(&job.Status)
 	cur := job.Status.DeepCopy()
@@ -174,7 +176,7 @@ func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatu
 		c.countChanges.Forget(key)
 		return 0, nil
 	}
-	if equality.Semantic.DeepEqual(withoutCounts(old), withoutCounts(cur)) {
+	if equality.Semantic.DeepEqual(withoutBatched(old), withoutBatched(cur)) {
 		if wait := c.countChanges.Wait(key, c.clock.Now(), statusBatchPeriod); wait > 0 {
 			return wait, nil
 		}
@@ -186,18 +188,19 @@ func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatu
 	return 0, nil
 }
 
-// withoutCounts is status with every replica count zeroed: two statuses
-// that differ only in their counts are equal without them.
-func withoutCounts(status *common.JobStatus) *common.JobStatus {
+// withoutBatched is status without what may wait to be written: the
+// replica counts are zeroed and the Resizing condition is dropped.
+func withoutBatched(status *common.JobStatus) *common.JobStatus {
 	out := status.DeepCopy()
 	for _, rs := range out.ReplicaStatuses {
 		rs.Active, rs.Succeeded, rs.Failed = 0, 0, 0
 	}
+	removeCondition(out, conditionResizing)
 	return out
 }
 
-// countChanges remembers, per job, since when a change of the counts alone
-// has waited to be written.
+// countChanges remembers, per job, since when a change that may wait (see
+// withoutBatched) has waited to be written.
 type countChanges struct{ since sync.Map } // job key -> time.Time
 
 // Wait records now as the start of key's wait unless it has started, and
