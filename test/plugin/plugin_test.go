@@ -23,9 +23,12 @@ import (
 )
 
 // submit starts an elastic job of small workers and waits until get shows
-// all of them running and listed.
+// all of them running and listed. The job and its pods are gone when the
+// test ends, so that each test schedules onto empty nodes: a test that
+// counts on where GPUs are free depends on no other test's pods.
 func submit(t *testing.T, name string, workers, maxWorkers, gpus int) {
 	t.Helper()
+	t.Cleanup(func() { remove(t, name) })
 	out := mustPlugin(t, "submit", name, "--image", "horovod/horovod:0.28.1",
 		"--workers", fmt.Sprint(workers), "--min-workers", "1", "--max-workers", fmt.Sprint(maxWorkers),
 		"--gpus", fmt.Sprint(gpus), "--cpu", "500m", "--memory", "1Gi", "--drain-seconds", "2",
@@ -34,6 +37,29 @@ func submit(t *testing.T, name string, workers, maxWorkers, gpus int) {
 		t.Fatalf("submit printed %q, want %q", out, want)
 	}
 	waitWorkers(t, name, workers, workers)
+}
+
+// remove deletes a job, if it is still there, and waits until its pods
+// are gone.
+func remove(t *testing.T, name string) {
+	t.Helper()
+	if _, err := kubectl("delete", "mpijob", name, "--ignore-not-found"); err != nil {
+		t.Error(err)
+		return
+	}
+	err := eventually(func() error {
+		out, err := kubectl("get", "pods", "-l", "mpi-job-name="+name, "-o", "name")
+		if err != nil {
+			return err
+		}
+		if out != "" {
+			return fmt.Errorf("pods of job %s remain: %s", name, strings.Fields(out))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
 }
 
 // waitWorkers waits until get reports running and listed workers.
@@ -195,7 +221,7 @@ func TestScaleOutTimeoutRollsBack(t *testing.T) {
 	}
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`^error: scale-out of mpijob "big" timed out after 15s: 1 of 2 new workers not Running and listed\n`),
-		regexp.MustCompile(`\n  big-worker-2: FailedScheduling: 0/2 nodes are available: 2 Insufficient nvidia\.com/gpu\.`),
+		regexp.MustCompile(`\n  big-worker-[12]: FailedScheduling: 0/2 nodes are available: 2 Insufficient nvidia\.com/gpu\.`),
 		regexp.MustCompile(`\nrolled back to 1 workers; leaving the job: big-worker-1, big-worker-2\n$`),
 	} {
 		if !want.MatchString(r.stderr) {
