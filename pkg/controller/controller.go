@@ -90,6 +90,8 @@ type MPIJobController struct {
 	// countChanges holds back status writes that change the replica counts
 	// or the Resizing condition only (status.go).
 	countChanges countChanges
+	// cmWrites paces the ConfigMap writes that add hosts (configmap.go).
+	cmWrites configMapWrites
 	// scaleSteps keeps one event per scale step (pods.go).
 	scaleSteps scaleSteps
 }

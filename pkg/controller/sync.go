@@ -54,6 +54,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 		c.statusWrites.Forget(key)
 		c.countChanges.Forget(key)
 		c.scaleSteps.forget(key)
+		c.cmWrites.forget(key)
 		return 0, nil
 	}
 	if err != nil {
