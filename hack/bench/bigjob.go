@@ -459,3 +459,16 @@ func fmtBytes(b int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 	}
 }
+
+// fmtCPU prints a small CPU time finely: microseconds below a millisecond,
+// milliseconds with two decimals below a second.
+func fmtCPU(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%d µs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return harness.FmtDur(d)
+	}
+}

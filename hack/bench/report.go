@@ -288,7 +288,7 @@ func (r *report) writeBigJob(b *strings.Builder, bj *bigResult) {
 	fmt.Fprintf(b, "elasticPolicy minReplicas 1, maxReplicas %d, drainSeconds %d. A step has settled when the job has exactly its workers, "+
 		"all Running and listed in discover_hosts.sh, and no other worker pod; its CPU time and syncs are read %s later. "+
 		"Object sizes are the JSON of each version the bench's watch saw (the MPIJob: its status only, when it changed).\n\n",
-		bj.maxReplicas, r.o.drainSeconds, stepTail)
+		bj.maxReplicas, r.o.drainSeconds, harness.FmtDur(stepTail))
 	t := harness.NewTable("step", "workers", "settled in", "operator CPU", "syncs", "CPU per sync", "CPU per worker changed",
 		"ConfigMap versions, bytes", "ConfigMap bytes per worker changed", r.reachKindSingular()+" versions, bytes", "status versions, bytes")
 	for _, s := range bj.steps {
@@ -299,14 +299,14 @@ func (r *report) writeBigJob(b *strings.Builder, bj *bigResult) {
 		cpu, perSync, perWorker := "not measured", "-", "-"
 		if s.cpuOK {
 			cpu = harness.FmtDur(s.cpu)
-			perWorker = harness.FmtDur(time.Duration(s.perWorker(float64(s.cpu))))
+			perWorker = fmtCPU(time.Duration(s.perWorker(float64(s.cpu))))
 		}
 		syncs := "not measured"
 		if s.syncsOK {
 			syncs = fmt.Sprintf("%.0f", s.syncs)
 		}
 		if d, ok := s.cpuPerSync(); ok {
-			perSync = harness.FmtDur(d)
+			perSync = fmtCPU(d)
 		}
 		role := s.role.String()
 		if r.o.api.ReachBySlices {

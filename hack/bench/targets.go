@@ -270,7 +270,7 @@ func (r *report) bigJobTargets() []targetRow {
 			per("create"), per("grow"), g, per("shrink"), s), met(g <= targetQuadratic && s <= targetQuadratic)}
 	}
 	return []targetRow{
-		row(tCPU, stepCPU, func(v float64) string { return harness.FmtDur(time.Duration(v * float64(time.Second))) }),
+		row(tCPU, stepCPU, func(v float64) string { return fmtCPU(time.Duration(v * float64(time.Second))) }),
 		row(tCM, stepCMBytes, func(v float64) string { return fmt.Sprintf("%.0f B", v) }),
 	}
 }
