@@ -24,17 +24,27 @@ import (
 const (
 	bigJobNamespace = "mpi-bench-big"
 	bigJobName      = "big"
-	// bigMinMaxReplicas is the least elasticPolicy.maxReplicas of the big
-	// job, whatever its size.
+	// bigMinMaxReplicas is the elasticPolicy.maxReplicas the big job asks
+	// for at least, within the CRD's bound on every job (MaxWorkers).
 	bigMinMaxReplicas = 6000
+	// bigDefaultWorkers and bigDefaultStep size the big job by default:
+	// 5,000 workers grown by 1,000, unless that exceeds MaxWorkers (the
+	// most workers a job may have: its ConfigMap must hold them all), in
+	// which case the job is created smaller, so that the growth reaches
+	// MaxWorkers.
+	bigDefaultStep    = 1000
+	bigDefaultWorkers = min(5000, int(kubeflow.MaxWorkers)-bigDefaultStep)
 	// stepTail is how long after a step settled its CPU time and syncs
 	// are read, so that the writes that follow the settling (the status)
 	// count in the step.
 	stepTail = 2 * time.Second
 )
 
-// bigMaxReplicas is the big job's elasticPolicy.maxReplicas.
-func (o *options) bigMaxReplicas() int { return max(bigMinMaxReplicas, o.bigWorkers+o.bigStep) }
+// bigMaxReplicas is the big job's elasticPolicy.maxReplicas: at least
+// bigMinMaxReplicas, at most MaxWorkers.
+func (o *options) bigMaxReplicas() int {
+	return min(int(kubeflow.MaxWorkers), max(bigMinMaxReplicas, o.bigWorkers+o.bigStep))
+}
 
 // objWrites are the versions of one object that the bench's watch saw in a
 // step, and their sizes (JSON, as the watch delivered them).

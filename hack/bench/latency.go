@@ -76,7 +76,7 @@ type latencyResult struct {
 	anomalies               anomalies
 
 	// hostChanges counts the changes of any job's listed hosts that the
-	// bench saw from the first resize until every job settled.
+	// bench saw from the first create until every job settled.
 	hostChanges int
 
 	restFrom, restTo time.Time
@@ -215,7 +215,7 @@ func runLatency(ctx context.Context, o *options, cl *cluster, p latencyParams) (
 	if err := driveResizes(ctx, o, cl, rec, op, names, res); err != nil {
 		return nil, err
 	}
-	logf("%s: resizes issued in %s; waiting up to %s for them to settle", time.Since(res.resizesStart).Round(time.Millisecond), o.settleTimeout)
+	logf("%s: resizes issued in %s; waiting up to %s for them to settle", name, time.Since(res.resizesStart).Round(time.Millisecond), o.settleTimeout)
 	ok, err = waitUntil(ctx, rec, op, o.settleTimeout, func() bool {
 		for _, j := range rec.jobs {
 			if !j.idle() {
@@ -345,7 +345,7 @@ func (res *latencyResult) analyze(rec *recorder) {
 	for _, j := range jobs {
 		res.jobListed = append(res.jobListed, j.listedAt.Sub(j.createdAt))
 		for _, v := range j.Hosts {
-			if !v.At.Before(res.resizesStart) && v.At.Before(res.settled) {
+			if !v.At.Before(res.start) && v.At.Before(res.settled) {
 				res.hostChanges++
 			}
 		}

@@ -159,7 +159,10 @@ type resizeCounts struct {
 }
 
 // countResizeWrites counts the audit events of the latency scenario's
-// resizes: from the first resize until every job settled.
+// resizes, from the first resize until every job settled; and the
+// launcher patches from the first create on, since the hosts the jobs
+// were created with are the first change that may patch a launcher (and
+// the last of those patches can land after the first resize).
 func countResizeWrites(l *latencyResult) resizeCounts {
 	c := resizeCounts{resizes: len(l.resizes), hostChanges: l.hostChanges}
 	if l.audit == nil || c.resizes == 0 {
@@ -169,11 +172,14 @@ func countResizeWrites(l *latencyResult) resizeCounts {
 	for i := range l.audit {
 		e := &l.audit[i]
 		t := e.RequestReceivedTimestamp
-		if t.Before(l.resizesStart) || !t.Before(l.settled) || !isWriteVerb(e.Verb) {
+		if t.Before(l.start) || !t.Before(l.settled) || !isWriteVerb(e.Verb) {
 			continue
 		}
 		res := e.resource()
-		if res == "leases" {
+		if res == "pods" && e.Verb == "patch" && e.ObjectRef != nil && strings.HasSuffix(e.ObjectRef.Name, harness.LauncherSuffix) {
+			c.launcherPatches++
+		}
+		if t.Before(l.resizesStart) || res == "leases" {
 			continue
 		}
 		c.writes++
@@ -184,8 +190,6 @@ func countResizeWrites(l *latencyResult) resizeCounts {
 			c.eventsPatched++
 		case res == "mpijobs/status":
 			c.statusWrites++
-		case res == "pods" && e.Verb == "patch" && e.ObjectRef != nil && strings.HasSuffix(e.ObjectRef.Name, harness.LauncherSuffix):
-			c.launcherPatches++
 		}
 	}
 	return c
@@ -216,7 +220,7 @@ func (r *report) writesTargets() []targetRow {
 			met(float64(c.eventsCreated)/n <= 1)},
 		{tStatus, fmt.Sprintf("%.2f (%d / %d resizes)", float64(c.statusWrites)/n, c.statusWrites, c.resizes),
 			met(float64(c.statusWrites)/n <= 1)},
-		{tPatches, fmt.Sprintf("%d patches; %d changes of the listed hosts seen (%d resizes)", c.launcherPatches, c.hostChanges, c.resizes),
+		{tPatches, fmt.Sprintf("%d patches; %d changes of the listed hosts seen (the jobs' creation and %d resizes)", c.launcherPatches, c.hostChanges, c.resizes),
 			met(c.launcherPatches <= c.hostChanges)},
 	}
 }

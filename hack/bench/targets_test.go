@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 
 	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 )
@@ -19,7 +22,8 @@ func TestParseFlags(t *testing.T) {
 		{name: "defaults", check: func(o *options) bool {
 			return slices.Equal(o.scenarios, []string{"latency", "load", "bigjob", "memory"}) &&
 				o.loadJobs == 200 && o.loadResizes == 400 && o.loadRate == 16 &&
-				o.bigWorkers == 5000 && o.bigStep == 1000 && o.bigTimeout == 10*time.Minute
+				o.bigWorkers == min(5000, int(kubeflow.MaxWorkers)-1000) && o.bigStep == 1000 && o.bigTimeout == 10*time.Minute &&
+				o.bigWorkers+o.bigStep <= int(kubeflow.MaxWorkers)
 		}},
 		{name: "scenarios deduplicated", args: []string{"--scenarios", "memory, latency,memory"}, check: func(o *options) bool {
 			return slices.Equal(o.scenarios, []string{"memory", "latency"})
@@ -29,11 +33,11 @@ func TestParseFlags(t *testing.T) {
 			return p.jobs == 20 && p.resizes == 40 && p.rate == 2.5 && p.namespace == loadNamespace && !p.upstream
 		}},
 		{name: "big sizes", args: []string{"--big-workers=300", "--big-step=100", "--big-timeout=2m"}, check: func(o *options) bool {
-			return o.bigWorkers == 300 && o.bigStep == 100 && o.bigTimeout == 2*time.Minute && o.bigMaxReplicas() == 6000
+			return o.bigWorkers == 300 && o.bigStep == 100 && o.bigTimeout == 2*time.Minute &&
+				o.bigMaxReplicas() == min(6000, int(kubeflow.MaxWorkers))
 		}},
-		{name: "big job beyond 6000", args: []string{"--big-workers=5500", "--big-step=1000"}, check: func(o *options) bool {
-			return o.bigMaxReplicas() == 6500
-		}},
+		{name: "big job beyond the most workers of a job", args: []string{fmt.Sprintf("--big-workers=%d", kubeflow.MaxWorkers), "--big-step=1"},
+			wantErr: "at most"},
 		{name: "unknown scenario", args: []string{"--scenarios", "latency,speed"}, wantErr: `unknown scenario "speed"`},
 		{name: "no scenario", args: []string{"--scenarios", ","}, wantErr: "names no scenario"},
 		{name: "no load jobs", args: []string{"--load-jobs=0"}, wantErr: "--load-jobs"},
@@ -67,13 +71,13 @@ func TestClusterCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes, perNode := clusterCapacity(o)
-	// latency 50 x 7, load 200 x 7, bigjob 6001, memory 10,100; 10% spare.
-	want := (50*7 + 200*7 + 6001 + 10100) * 11 / 10
+	// latency 50 x 7, load 200 x 7, bigjob, memory 10,100; 10% spare.
+	want := (50*7 + 200*7 + o.bigWorkers + o.bigStep + 1 + 10100) * 11 / 10
 	if nodes*perNode < want || nodes*perNode >= want+perNode {
 		t.Errorf("%d nodes x %d pods for %d pods", nodes, perNode, want)
 	}
 	o.scenarios = []string{scenarioBigJob}
-	if nodes, perNode := clusterCapacity(o); nodes*perNode < 6001 {
+	if nodes, perNode := clusterCapacity(o); nodes*perNode < o.bigWorkers+o.bigStep+1 {
 		t.Errorf("bigjob alone: %d nodes x %d pods", nodes, perNode)
 	}
 }
@@ -288,7 +292,7 @@ func memoryRun(pods int, createFor, floor, listed time.Duration, discovery harne
 func latencyRun(discovery, shrink harness.Sample, audit []auditEvent, resizes, hostChanges int) *latencyResult {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := &latencyResult{discovery: discovery, shrink: shrink, audit: audit, hostChanges: hostChanges,
-		resizesStart: t0, settled: t0.Add(time.Minute)}
+		start: t0.Add(-time.Minute), allListed: t0.Add(-time.Second), resizesStart: t0, settled: t0.Add(time.Minute)}
 	for range resizes {
 		l.resizes = append(l.resizes, &resizeRec{})
 	}

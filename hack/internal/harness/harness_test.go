@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -233,5 +234,23 @@ func TestFreePortIn(t *testing.T) {
 	}
 	if _, err := freePortIn(first, first); err == nil {
 		t.Errorf("a range of one taken port gave no error")
+	}
+}
+
+func TestFmtDur(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{1500 * time.Microsecond, "1 ms"},
+		{2500 * time.Millisecond, "2.50 s"},
+		{150 * time.Second, "150 s"},
+		{-2 * time.Second, "-2.00 s"},
+		// A difference of times that saturated.
+		{time.Duration(math.MinInt64), "-9223372037 s"},
+	} {
+		if got := FmtDur(tt.d); got != tt.want {
+			t.Errorf("FmtDur(%d) = %q, want %q", int64(tt.d), got, tt.want)
+		}
 	}
 }
