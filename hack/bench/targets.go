@@ -290,8 +290,8 @@ func (r *report) goMemLimit() string {
 }
 
 func (r *report) rssTarget() targetRow {
-	target := fmt.Sprintf("Peak RSS with %d worker pods <= %s without GOMEMLIMIT (VmHWM of the operator that created them / of a fresh start)",
-		targetRSSPods, fmtMiB(targetRSS10kNoLimit))
+	target := fmt.Sprintf("Peak RSS with %s worker pods <= %s without GOMEMLIMIT (VmHWM of the operator that created them / of a fresh start)",
+		fmtThousands(targetRSSPods), fmtMiB(targetRSS10kNoLimit))
 	m := r.memory
 	if m == nil {
 		return notRun(target, scenarioMemory)
@@ -314,4 +314,18 @@ func (r *report) rssTarget() targetRow {
 		return targetRow{target, measured, metNA}
 	}
 	return targetRow{target, measured, met(m.mem.HWM <= targetRSS10kNoLimit && m.restartMem.HWM <= targetRSS10kNoLimit)}
+}
+
+// fmtThousands prints a count with commas between the thousands.
+func fmtThousands(n int) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
 }

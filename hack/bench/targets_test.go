@@ -414,3 +414,11 @@ func TestTargets(t *testing.T) {
 		t.Errorf("report:\n%s", text)
 	}
 }
+
+func TestFmtThousands(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 10000: "10,000", 1234567: "1,234,567", -5000: "-5,000"} {
+		if got := fmtThousands(n); got != want {
+			t.Errorf("fmtThousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
