@@ -168,12 +168,13 @@ demo-v2: build prereqs
 	hack/demo-v2.sh
 
 # hack/bench (hack/bench/README.md): the operator against its targets on a
-# control plane of its own; about 7 minutes each on 2 cores.
+# control plane of its own; bench about 25 minutes on 2 cores, bench-v2
+# about 7.
 bench: testbin build
-	$(GO) run ./hack/bench
+	$(GO) run ./hack/bench --scenarios latency,load,memory,bigjob
 
 bench-v2: testbin build
-	$(GO) run ./hack/bench --api v2beta1
+	$(GO) run ./hack/bench --api v2beta1 --scenarios latency,memory
 
 # The Python SDK (sdk/python): installed offline into a virtualenv on
 # Debian's python3, its unit tests, then its tests against a control plane

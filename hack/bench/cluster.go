@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,10 +59,19 @@ func clusterCapacity(o *options) (nodes, podsPerNode int) {
 	if o.runs(scenarioLatency) {
 		want += o.jobs * (o.maxWorkers + 1)
 	}
+	if o.runs(scenarioLoad) {
+		want += o.loadJobs * (o.maxWorkers + 1)
+	}
+	if o.runs(scenarioBigJob) {
+		want += o.bigWorkers + o.bigStep + 1
+	}
 	if o.runs(scenarioMemory) {
 		want += o.memPods + o.memJobs()
 	}
-	// 10% spare: the scheduler spreads pods, it does not pack them.
+	// Each scenario's pods are counted as if all were in place at once:
+	// the memory scenario deletes the others' namespaces, but may go on
+	// before they are gone. 10% spare: the scheduler spreads pods, it
+	// does not pack them.
 	nodes = (want*11/10 + podsPerNode - 1) / podsPerNode
 	return max(nodes, 2), podsPerNode
 }
@@ -133,7 +144,7 @@ func (c *cluster) stop(keep bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, ns := range []string{latencyNamespace, memoryNamespace} {
+	for _, ns := range []string{latencyNamespace, loadNamespace, bigJobNamespace, memoryNamespace} {
 		if err := c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			logf("deleting namespace %s: %v", ns, err)
 		}
@@ -151,4 +162,22 @@ func (c *cluster) readAudit() ([]auditEvent, error) {
 	}
 	time.Sleep(time.Second)
 	return readAudit(c.auditLog, operatorUser)
+}
+
+// componentPID is the PID of a process of the control plane the bench
+// started (hack/cluster-up.sh records them in <dir>/pids/<name>.pid), or 0
+// on a cluster it did not start or when the file cannot be read.
+func (c *cluster) componentPID(name string) int {
+	if c == nil || c.Cluster == nil || c.TC == nil {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(c.Dir, "pids", name+".pid"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return pid
 }

@@ -17,10 +17,37 @@ import (
 	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 )
 
-const latencyNamespace = "mpi-bench"
+const (
+	latencyNamespace = "mpi-bench"
+	loadNamespace    = "mpi-bench-load"
+)
+
+// latencyParams are the sizes of one run of the latency scenario's code:
+// the latency scenario itself, or the load scenario, the same at a higher
+// load.
+type latencyParams struct {
+	scenario  string // scenarioLatency or scenarioLoad
+	namespace string
+	jobs      int
+	resizes   int
+	rate      float64
+	// upstream is true when the report shows upstream v0.3.0's figures
+	// beside these: it was measured with the latency scenario's defaults,
+	// and could not be run at the load scenario's.
+	upstream bool
+}
+
+func (o *options) latencyParams() latencyParams {
+	return latencyParams{scenario: scenarioLatency, namespace: latencyNamespace, jobs: o.jobs, resizes: o.resizes, rate: o.rate, upstream: true}
+}
+
+func (o *options) loadParams() latencyParams {
+	return latencyParams{scenario: scenarioLoad, namespace: loadNamespace, jobs: o.loadJobs, resizes: o.loadResizes, rate: o.loadRate}
+}
 
 // latencyResult is everything the latency scenario measured.
 type latencyResult struct {
+	p                                       latencyParams
 	start, allListed, resizesStart, settled time.Time
 	// settledAll is false when some resize had not settled in time.
 	settledAll bool
@@ -48,6 +75,10 @@ type latencyResult struct {
 	deletedWorkers, victims int
 	anomalies               anomalies
 
+	// hostChanges counts the changes of any job's listed hosts that the
+	// bench saw from the first create until every job settled.
+	hostChanges int
+
 	restFrom, restTo time.Time
 	restEvents       map[string]int
 	audit            []auditEvent // nil without an audit log
@@ -55,8 +86,11 @@ type latencyResult struct {
 	mem   procMemory
 	goMem goMemory
 	cpu   time.Duration
-	log   harness.LogSummary
-	hist  histogram
+	// busy is the CPU time used from the first create until every job
+	// settled, by the operator and by the control plane's processes.
+	busy cpuWindow
+	log  harness.LogSummary
+	hist histogram
 	// histOK is false when /metrics had no discovery histogram.
 	histOK bool
 }
@@ -107,37 +141,39 @@ func sleepCtx(ctx context.Context, op *harness.Operator, d time.Duration) error 
 	}
 }
 
-func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, error) {
-	res := &latencyResult{}
-	if err := cl.FreshNamespace(ctx, latencyNamespace); err != nil {
+func runLatency(ctx context.Context, o *options, cl *cluster, p latencyParams) (*latencyResult, error) {
+	res := &latencyResult{p: p}
+	name := p.scenario
+	if err := cl.FreshNamespace(ctx, p.namespace); err != nil {
 		return nil, err
 	}
 	rec := newRecorder(o.api)
-	stopWatch, err := harness.WatchNamespace(cl.Kube, o.api, latencyNamespace, func(kind string) cache.ResourceEventHandler { return rec.handlers(kind) })
+	stopWatch, err := harness.WatchNamespace(cl.Kube, o.api, p.namespace, func(kind string) cache.ResourceEventHandler { return rec.handlers(kind) })
 	if err != nil {
 		return nil, err
 	}
 	defer stopWatch()
 
-	op, err := startOperator(ctx, o, cl.OperatorKubeconfig, filepath.Join(o.localDir, "operator-latency.log"))
+	op, err := startOperator(ctx, o, cl.OperatorKubeconfig, filepath.Join(o.localDir, "operator-"+name+".log"))
 	if err != nil {
 		return nil, err
 	}
 	defer op.Stop()
 
 	// 1. The jobs.
-	logf("latency: creating %d jobs of %d workers (elastic %d..%d, drainSeconds %d)", o.jobs, o.workers, o.minWorkers, o.maxWorkers, o.drainSeconds)
+	logf("%s: creating %d jobs of %d workers (elastic %d..%d, drainSeconds %d)", name, p.jobs, o.workers, o.minWorkers, o.maxWorkers, o.drainSeconds)
 	ep := &kubeflow.ElasticPolicy{
 		MinReplicas:  ptr.To(int32(o.minWorkers)),
 		MaxReplicas:  ptr.To(int32(o.maxWorkers)),
 		DrainSeconds: ptr.To(int32(o.drainSeconds)),
 	}
+	res.busy.begin(op, cl)
 	res.start = time.Now()
-	names := make([]string, o.jobs)
-	for i := range o.jobs {
+	names := make([]string, p.jobs)
+	for i := range p.jobs {
 		names[i] = fmt.Sprintf("bench-%03d", i)
 		rec.addJob(names[i], o.workers)
-		job := harness.NewJob(latencyNamespace, names[i], o.workers, ep)
+		job := harness.NewJob(p.namespace, names[i], o.workers, ep)
 		if err := o.api.CreateJob(ctx, cl.Dynamic, job); err != nil {
 			return nil, fmt.Errorf("creating MPIJob %s: %w", names[i], err)
 		}
@@ -162,7 +198,7 @@ func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, e
 			}
 		}
 		rec.mu.Unlock()
-		return nil, fmt.Errorf("%d of %d jobs did not list their %d workers within %s: %s", len(missing), o.jobs, o.workers, o.settleTimeout, harness.ShortList(missing))
+		return nil, fmt.Errorf("%d of %d jobs did not list their %d workers within %s: %s", len(missing), p.jobs, o.workers, o.settleTimeout, harness.ShortList(missing))
 	}
 	rec.mu.Lock()
 	for _, j := range rec.jobs {
@@ -171,15 +207,15 @@ func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, e
 		}
 	}
 	rec.mu.Unlock()
-	logf("latency: all %d jobs list their workers, %s after the first create", o.jobs, res.allListed.Sub(res.start).Round(time.Millisecond))
+	logf("%s: all %d jobs list their workers, %s after the first create", name, p.jobs, res.allListed.Sub(res.start).Round(time.Millisecond))
 
 	// 2. The resizes.
 	res.resizesStart = time.Now()
-	logf("latency: %d resizes (%d..%d workers) at %g per second, seed %d", o.resizes, o.minWorkers, o.maxWorkers, o.rate, o.seed)
+	logf("%s: %d resizes (%d..%d workers) at %g per second, seed %d", name, p.resizes, o.minWorkers, o.maxWorkers, p.rate, o.seed)
 	if err := driveResizes(ctx, o, cl, rec, op, names, res); err != nil {
 		return nil, err
 	}
-	logf("latency: resizes issued in %s; waiting up to %s for them to settle", time.Since(res.resizesStart).Round(time.Millisecond), o.settleTimeout)
+	logf("%s: resizes issued in %s; waiting up to %s for them to settle", name, time.Since(res.resizesStart).Round(time.Millisecond), o.settleTimeout)
 	ok, err = waitUntil(ctx, rec, op, o.settleTimeout, func() bool {
 		for _, j := range rec.jobs {
 			if !j.idle() {
@@ -193,16 +229,20 @@ func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, e
 	}
 	res.settledAll = ok
 	res.settled = time.Now()
-	if ok {
-		logf("latency: every job settled, %s after the last resize was issued", res.settled.Sub(res.resizes[len(res.resizes)-1].at).Round(time.Millisecond))
-	} else {
-		logf("latency: some resizes did not settle within %s", o.settleTimeout)
+	res.busy.end(op)
+	switch {
+	case ok && len(res.resizes) > 0:
+		logf("%s: every job settled, %s after the last resize was issued", name, res.settled.Sub(res.resizes[len(res.resizes)-1].at).Round(time.Millisecond))
+	case ok:
+		logf("%s: every job settled", name)
+	default:
+		logf("%s: some resizes did not settle within %s", name, o.settleTimeout)
 	}
 
 	// 3. At rest.
 	res.restFrom = res.settled.Add(o.restGrace)
 	res.restTo = res.restFrom.Add(o.restWindow)
-	logf("latency: at rest for %s (after a grace of %s)", o.restWindow, o.restGrace)
+	logf("%s: at rest for %s (after a grace of %s)", name, o.restWindow, o.restGrace)
 	if err := sleepCtx(ctx, op, time.Until(res.restTo)); err != nil {
 		return nil, err
 	}
@@ -231,16 +271,16 @@ func runLatency(ctx context.Context, o *options, cl *cluster) (*latencyResult, e
 	return res, nil
 }
 
-// driveResizes changes the worker replicas of random jobs at o.rate per
+// driveResizes changes the worker replicas of random jobs at res.p.rate per
 // second. It picks among the jobs that have settled, so that every resize
 // can be measured on its own; only when none has settled does it pick any
 // job, and then the two resizes of that job are left out of the statistics.
 func driveResizes(ctx context.Context, o *options, cl *cluster, rec *recorder, op *harness.Operator, names []string, res *latencyResult) error {
 	rng := rand.New(rand.NewPCG(uint64(o.seed), uint64(o.seed)^0x9e3779b97f4a7c15))
-	interval := time.Duration(float64(time.Second) / o.rate)
+	interval := time.Duration(float64(time.Second) / res.p.rate)
 	next := time.Now()
 	failures := 0
-	for i := range o.resizes {
+	for i := range res.p.resizes {
 		if err := sleepCtx(ctx, op, time.Until(next)); err != nil {
 			return err
 		}
@@ -278,14 +318,14 @@ func driveResizes(ctx context.Context, o *options, cl *cluster, rec *recorder, o
 		res.resizes = append(res.resizes, rz)
 		rec.mu.Unlock()
 
-		if err := scaleJob(ctx, o, cl, latencyNamespace, j.Name, to); err != nil {
+		if err := scaleJob(ctx, o, cl, res.p.namespace, j.Name, to); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			rec.mu.Lock()
 			rz.err = err
 			rec.mu.Unlock()
-			logf("latency: %s failed: %v", rz, err)
+			logf("%s: %s failed: %v", res.p.scenario, rz, err)
 			if failures++; failures > 5 {
 				return fmt.Errorf("more than 5 resizes failed, the last: %w", err)
 			}
@@ -304,6 +344,11 @@ func (res *latencyResult) analyze(rec *recorder) {
 	slices.SortFunc(jobs, func(a, b *jobRec) int { return strings.Compare(a.Name, b.Name) })
 	for _, j := range jobs {
 		res.jobListed = append(res.jobListed, j.listedAt.Sub(j.createdAt))
+		for _, v := range j.Hosts {
+			if !v.At.Before(res.start) && v.At.Before(res.settled) {
+				res.hostChanges++
+			}
+		}
 		for _, p := range j.AllWorkers() {
 			res.createdWorkers++
 			if !p.DeletingAt.IsZero() {

@@ -16,13 +16,22 @@ import (
 	"strings"
 	"time"
 
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+
 	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 )
 
 const (
 	scenarioLatency = "latency"
+	scenarioLoad    = "load"
 	scenarioMemory  = "memory"
+	scenarioBigJob  = "bigjob"
 )
+
+// scenarioOrder is the order the scenarios run in, whatever the order of
+// --scenarios: the memory scenario last, so that it can delete what the
+// others left and measure the operator with its own pods only.
+var scenarioOrder = []string{scenarioLatency, scenarioLoad, scenarioBigJob, scenarioMemory}
 
 type stringList []string
 
@@ -49,8 +58,14 @@ type options struct {
 	restWindow, restGrace  time.Duration
 	seed                   int64
 
+	loadJobs, loadResizes int
+	loadRate              float64
+
 	memPods, memWorkersPerJob int
 	memTimeout, memRestart    time.Duration
+
+	bigWorkers, bigStep int
+	bigTimeout          time.Duration
 
 	kwokNodes, kwokNodePods int
 	operatorArgs            stringList
@@ -71,7 +86,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.auditLog, "audit-log", "", "with --kubeconfig: the API server's audit log, written with the policy the bench writes to <local-dir>/audit-policy.yaml")
 	fs.StringVar(&o.kubectl, "kubectl", "", "with --kubeconfig: kubectl to install the CRD with (default: the pinned one of hack/testbin.sh)")
 	fs.BoolVar(&o.keepCluster, "keep-cluster", false, "leave the cluster the bench started running")
-	fs.StringVar(&scenarios, "scenarios", scenarioLatency+","+scenarioMemory, "scenarios to run: latency, memory, or both")
+	fs.StringVar(&scenarios, "scenarios", strings.Join(scenarioOrder, ","), "comma-separated scenarios to run, of latency, load, bigjob, memory (they run in that order)")
 	fs.StringVar(&o.out, "out", "", "also write the report to this file (default <local-dir>/report.md)")
 	fs.IntVar(&o.jobs, "jobs", 50, "latency: elastic MPIJobs")
 	fs.IntVar(&o.workers, "workers", 2, "latency: initial workers per job")
@@ -84,6 +99,12 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.restWindow, "rest", 60*time.Second, "latency: window in which the operator's API requests at rest are counted")
 	fs.DurationVar(&o.restGrace, "rest-grace", 5*time.Second, "latency: wait between settling and the at-rest window")
 	fs.Int64Var(&o.seed, "seed", 0, "latency: random seed of the resizes (0: from the clock)")
+	fs.IntVar(&o.loadJobs, "load-jobs", 200, "load: elastic MPIJobs (of --workers workers, as the latency scenario's)")
+	fs.IntVar(&o.loadResizes, "load-resizes", 400, "load: worker replica changes")
+	fs.Float64Var(&o.loadRate, "load-rate", 16, "load: replica changes per second")
+	fs.IntVar(&o.bigWorkers, "big-workers", bigDefaultWorkers, fmt.Sprintf("bigjob: workers the one elastic MPIJob is created with (--big-workers + --big-step at most %d, the most workers of a job)", kubeflow.MaxWorkers))
+	fs.IntVar(&o.bigStep, "big-step", bigDefaultStep, "bigjob: workers added by the growth, then removed by the shrink")
+	fs.DurationVar(&o.bigTimeout, "big-timeout", 10*time.Minute, "bigjob: how long to wait for each step to settle")
 	fs.IntVar(&o.memPods, "pods", 10000, "memory: worker pods in all")
 	fs.IntVar(&o.memWorkersPerJob, "pods-per-job", 100, "memory: worker pods per MPIJob")
 	fs.DurationVar(&o.memTimeout, "memory-timeout", 20*time.Minute, "memory: how long to wait for every worker to be listed")
@@ -102,14 +123,20 @@ func parseFlags(args []string) (*options, error) {
 	if o.api, ok = harness.APIByVersion(api); !ok {
 		return nil, fmt.Errorf("unknown --api %q: v1 or v2beta1", api)
 	}
+	var errs []error
 	for _, s := range strings.Split(scenarios, ",") {
 		s = strings.TrimSpace(s)
-		if s != scenarioLatency && s != scenarioMemory {
-			return nil, fmt.Errorf("unknown scenario %q", s)
+		switch {
+		case s == "":
+		case !slices.Contains(scenarioOrder, s):
+			errs = append(errs, fmt.Errorf("unknown scenario %q: the scenarios are %s", s, strings.Join(scenarioOrder, ", ")))
+		case !o.runs(s):
+			o.scenarios = append(o.scenarios, s)
 		}
-		o.scenarios = append(o.scenarios, s)
 	}
-	var errs []error
+	if len(o.scenarios) == 0 && len(errs) == 0 {
+		errs = append(errs, errors.New("--scenarios names no scenario"))
+	}
 	if o.jobs < 1 || o.workers < 1 || o.resizes < 0 || o.rate <= 0 {
 		errs = append(errs, errors.New("--jobs and --workers must be at least 1, --resizes at least 0, --rate above 0"))
 	}
@@ -118,6 +145,14 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.drainSeconds < 0 || o.memPods < 1 || o.memWorkersPerJob < 1 || o.kwokNodePods < 1 {
 		errs = append(errs, errors.New("--drain-seconds must be at least 0; --pods, --pods-per-job and --kwok-node-pods at least 1"))
+	}
+	if o.loadJobs < 1 || o.loadResizes < 0 || o.loadRate <= 0 {
+		errs = append(errs, errors.New("--load-jobs must be at least 1, --load-resizes at least 0, --load-rate above 0"))
+	}
+	if o.bigWorkers < 1 || o.bigStep < 1 || o.bigTimeout <= 0 {
+		errs = append(errs, errors.New("--big-workers and --big-step must be at least 1, --big-timeout above 0"))
+	} else if o.bigWorkers+o.bigStep > int(kubeflow.MaxWorkers) {
+		errs = append(errs, fmt.Errorf("--big-workers + --big-step is %d; an MPIJob may have at most %d workers", o.bigWorkers+o.bigStep, kubeflow.MaxWorkers))
 	}
 	for _, kv := range o.operatorEnv {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
@@ -167,16 +202,23 @@ func run(ctx context.Context, o *options) int {
 		logf("installing the %s CRD and the operator's RBAC; the operator runs as %s", o.api.Version, operatorUser)
 		err = cl.InstallOperator(ctx, o.api, benchRBACName)
 	}
-	if err == nil && o.runs(scenarioLatency) {
-		rep.latency, err = runLatency(ctx, o, cl)
-		if err != nil {
-			err = fmt.Errorf("latency scenario: %w", err)
+	for _, s := range scenarioOrder {
+		if err != nil || !o.runs(s) {
+			continue
 		}
-	}
-	if err == nil && o.runs(scenarioMemory) {
-		rep.memory, err = runMemory(ctx, o, cl)
+		logf("scenario %s", s)
+		switch s {
+		case scenarioLatency:
+			rep.latency, err = runLatency(ctx, o, cl, o.latencyParams())
+		case scenarioLoad:
+			rep.load, err = runLatency(ctx, o, cl, o.loadParams())
+		case scenarioBigJob:
+			rep.bigjob, err = runBigJob(ctx, o, cl)
+		case scenarioMemory:
+			rep.memory, err = runMemory(ctx, o, cl)
+		}
 		if err != nil {
-			err = fmt.Errorf("memory scenario: %w", err)
+			err = fmt.Errorf("%s scenario: %w", s, err)
 		}
 	}
 	rep.Duration = time.Since(rep.Started)

@@ -35,6 +35,8 @@ type memoryResult struct {
 	firstListed time.Time
 	// discovery: each worker's time from Running to listed.
 	discovery harness.Sample
+	// watched: the start as the bench's watch saw it.
+	watched startFigures
 
 	// The operator that created the pods.
 	mem   procMemory
@@ -67,13 +69,25 @@ type counts struct{ created, running, listed int }
 
 func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, error) {
 	res := &memoryResult{pods: o.memPods, jobs: o.memJobs(), perJob: o.memWorkersPerJob}
-	// The latency scenario's objects are not part of this measure.
-	if o.runs(scenarioLatency) {
-		logf("memory: deleting namespace %s", latencyNamespace)
-		if err := cl.DeleteNamespace(ctx, latencyNamespace, 3*time.Minute); err != nil {
-			logf("memory: namespace %s not gone yet (%v); going on", latencyNamespace, err)
+	// The other scenarios' objects are not part of this measure: their
+	// namespaces are deleted at once, and waited for up to 3 minutes.
+	var wg sync.WaitGroup
+	for _, s := range []struct{ scenario, ns string }{
+		{scenarioLatency, latencyNamespace}, {scenarioLoad, loadNamespace}, {scenarioBigJob, bigJobNamespace},
+	} {
+		if !o.runs(s.scenario) {
+			continue
 		}
+		logf("memory: deleting namespace %s", s.ns)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := cl.DeleteNamespace(ctx, s.ns, 3*time.Minute); err != nil {
+				logf("memory: namespace %s not gone yet (%v); going on", s.ns, err)
+			}
+		}()
 	}
+	wg.Wait()
 	if err := cl.FreshNamespace(ctx, memoryNamespace); err != nil {
 		return nil, err
 	}
@@ -96,14 +110,21 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 	// Each worker's first Running and first listing, from watch events.
 	var mu sync.Mutex
 	runningAt, listedAt := map[string]time.Time{}, map[string]time.Time{}
+	createdAt := map[string]time.Time{}
 	onPod := func(obj any) {
-		if p, ok := obj.(*corev1.Pod); ok && p.Status.Phase == corev1.PodRunning && o.api.IsWorker(p.Labels) {
-			mu.Lock()
-			if _, seen := runningAt[p.Name]; !seen {
-				runningAt[p.Name] = time.Now()
-			}
-			mu.Unlock()
+		p, ok := obj.(*corev1.Pod)
+		if !ok || !o.api.IsWorker(p.Labels) {
+			return
 		}
+		mu.Lock()
+		now := time.Now()
+		if _, seen := createdAt[p.Name]; !seen {
+			createdAt[p.Name] = now
+		}
+		if _, seen := runningAt[p.Name]; !seen && p.Status.Phase == corev1.PodRunning {
+			runningAt[p.Name] = now
+		}
+		mu.Unlock()
 	}
 	onConfigMap := func(obj any) {
 		cm, ok := obj.(*corev1.ConfigMap)
@@ -234,6 +255,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 			res.discovery = append(res.discovery, max(l.Sub(r), 0))
 		}
 	}
+	res.watched = newStartFigures(createdAt, runningAt, listedAt)
 	mu.Unlock()
 	if res.cpu, err = cpuOf(op); err != nil {
 		return nil, err
@@ -275,4 +297,49 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 		}
 	}
 	return res, nil
+}
+
+// startFigures are the times of a large start as the bench's watch events
+// show them.
+type startFigures struct {
+	// created: workers seen created; firstCreated and lastCreated are the
+	// first and the last creation seen.
+	created                   int
+	firstCreated, lastCreated time.Time
+	// lastRunning is when the last worker was seen Running: no operator
+	// can list every worker earlier. lastListed is when the last worker
+	// was first listed.
+	lastRunning, lastListed time.Time
+	running, listed         int
+}
+
+func newStartFigures(createdAt, runningAt, listedAt map[string]time.Time) startFigures {
+	var f startFigures
+	latest := func(m map[string]time.Time) time.Time {
+		var t time.Time
+		for _, v := range m {
+			if v.After(t) {
+				t = v
+			}
+		}
+		return t
+	}
+	f.created, f.running, f.listed = len(createdAt), len(runningAt), len(listedAt)
+	f.lastCreated, f.lastRunning, f.lastListed = latest(createdAt), latest(runningAt), latest(listedAt)
+	for _, v := range createdAt {
+		if f.firstCreated.IsZero() || v.Before(f.firstCreated) {
+			f.firstCreated = v
+		}
+	}
+	return f
+}
+
+// creationRate is the pods created per second from the first creation the
+// watch saw to the last.
+func (f startFigures) creationRate() (float64, bool) {
+	d := f.lastCreated.Sub(f.firstCreated)
+	if f.created < 2 || d <= 0 {
+		return 0, false
+	}
+	return float64(f.created-1) / d.Seconds(), true
 }

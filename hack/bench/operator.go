@@ -65,13 +65,20 @@ func parseProcStatus(s string) (procMemory, error) {
 	return m, nil
 }
 
-// cpuOf is the user plus system CPU time the process has used.
-func cpuOf(op *harness.Operator) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", op.PID))
+// cpuOf is the user plus system CPU time the operator has used.
+func cpuOf(op *harness.Operator) (time.Duration, error) { return procCPU(op.PID) }
+
+// procCPU is the user plus system CPU time a process has used.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
-	s := string(b)
+	return parseProcStat(string(b))
+}
+
+// parseProcStat reads utime + stime from the text of /proc/<pid>/stat.
+func parseProcStat(s string) (time.Duration, error) {
 	// Fields after the command name, which is in parentheses and may
 	// contain anything.
 	i := strings.LastIndexByte(s, ')')
@@ -90,6 +97,131 @@ func cpuOf(op *harness.Operator) (time.Duration, error) {
 	}
 	// USER_HZ is 100 on every Linux the bench runs on.
 	return time.Duration(ut+st) * 10 * time.Millisecond, nil
+}
+
+// syncCount is the operator's count of syncs, summed over its queues (the
+// count of the mpi_operator_sync_duration_seconds histogram).
+func syncCount(text string) (float64, bool) {
+	const name = "mpi_operator_sync_duration_seconds_count"
+	var n float64
+	found := false
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			continue
+		}
+		n += v
+		found = true
+	}
+	return n, found
+}
+
+// operatorQPS is the --kube-api-qps the operator runs with: the last one
+// of its extra flags, or else its default as the binary's --help states
+// it (defaults as binaryDefaults prints them). Pod creations have a client
+// of their own with this rate limit.
+func operatorQPS(args []string, defaults string) (float64, bool) {
+	qps, found := 0.0, false
+	set := func(v string) {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			qps, found = f, true
+		}
+	}
+	for i, a := range args {
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name != "kube-api-qps" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if hasVal {
+			set(val)
+		} else if i+1 < len(args) {
+			set(args[i+1])
+		}
+	}
+	if found {
+		return qps, true
+	}
+	for _, f := range strings.Fields(defaults) {
+		if v, ok := strings.CutPrefix(f, "--kube-api-qps="); ok {
+			set(v)
+		}
+	}
+	return qps, found
+}
+
+// cpuWindow is the CPU time the operator and the control plane's
+// processes used in a window of a scenario.
+type cpuWindow struct {
+	from, to time.Time
+	// operator, apiserver, etcd: CPU time used in the window; ok is
+	// false when a process could not be read (the control plane's: on a
+	// cluster the bench did not start).
+	operator, apiserver, etcd                time.Duration
+	operatorOK, apiserverOK, etcdOK          bool
+	startOperator, startAPIServer, startEtcd time.Duration
+	apiserverPID, etcdPID                    int
+	// load is the machine's load average at the end of the window.
+	load string
+}
+
+func (w *cpuWindow) begin(op *harness.Operator, cl *cluster) {
+	w.from = time.Now()
+	w.apiserverPID, w.etcdPID = cl.componentPID("kube-apiserver"), cl.componentPID("etcd")
+	var err error
+	w.startOperator, err = cpuOf(op)
+	w.operatorOK = err == nil
+	if w.apiserverPID > 0 {
+		w.startAPIServer, err = procCPU(w.apiserverPID)
+		w.apiserverOK = err == nil
+	}
+	if w.etcdPID > 0 {
+		w.startEtcd, err = procCPU(w.etcdPID)
+		w.etcdOK = err == nil
+	}
+}
+
+func (w *cpuWindow) end(op *harness.Operator) {
+	w.to = time.Now()
+	w.load = harness.LoadAverage()
+	read := func(pid int, start time.Duration, ok *bool, into *time.Duration) {
+		if !*ok {
+			return
+		}
+		v, err := procCPU(pid)
+		if err != nil {
+			*ok = false
+			return
+		}
+		*into = v - start
+	}
+	read(op.PID, w.startOperator, &w.operatorOK, &w.operator)
+	read(w.apiserverPID, w.startAPIServer, &w.apiserverOK, &w.apiserver)
+	read(w.etcdPID, w.startEtcd, &w.etcdOK, &w.etcd)
+}
+
+// String is "operator 3.20 s, kube-apiserver 10.1 s, etcd 2.00 s in 40 s
+// (load average at the end 1.9, 1.2, 0.8)".
+func (w cpuWindow) String() string {
+	if w.to.IsZero() {
+		return "not measured"
+	}
+	cell := func(name string, d time.Duration, ok bool) string {
+		if !ok {
+			return name + " not measured"
+		}
+		return fmt.Sprintf("%s %.2f s", name, d.Seconds())
+	}
+	return fmt.Sprintf("%s, %s, %s of CPU in %s (load average at the end %s)",
+		cell("operator", w.operator, w.operatorOK), cell("kube-apiserver", w.apiserver, w.apiserverOK),
+		cell("etcd", w.etcd, w.etcdOK), harness.FmtDur(w.to.Sub(w.from)), w.load)
 }
 
 // histogram is a Prometheus histogram as the text format gives it.

@@ -1,6 +1,9 @@
 package harness
 
 import (
+	"fmt"
+	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -208,5 +211,46 @@ func TestTable(t *testing.T) {
 	}
 	if got := CountOf([]string{"a", "b"}); got != "2: a, b" {
 		t.Errorf("CountOf = %q", got)
+	}
+}
+
+// The monitoring port comes from a fixed range below the ephemeral ports,
+// skipping the ports that are taken.
+func TestFreePortIn(t *testing.T) {
+	first, err := freePortIn(monitoringPortFirst, monitoringPortLast)
+	if err != nil {
+		t.Skipf("no free port in the range on this machine: %v", err)
+	}
+	if first < monitoringPortFirst || first > monitoringPortLast || first >= 32768 {
+		t.Fatalf("port %d outside %d-%d", first, monitoringPortFirst, monitoringPortLast)
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", first))
+	if err != nil {
+		t.Skipf("port %d taken meanwhile: %v", first, err)
+	}
+	defer ln.Close()
+	if next, err := freePortIn(first, monitoringPortLast); err == nil && next == first {
+		t.Errorf("port %d is taken, yet returned", first)
+	}
+	if _, err := freePortIn(first, first); err == nil {
+		t.Errorf("a range of one taken port gave no error")
+	}
+}
+
+func TestFmtDur(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{1500 * time.Microsecond, "1 ms"},
+		{2500 * time.Millisecond, "2.50 s"},
+		{150 * time.Second, "150 s"},
+		{-2 * time.Second, "-2.00 s"},
+		// A difference of times that saturated.
+		{time.Duration(math.MinInt64), "-9223372037 s"},
+	} {
+		if got := FmtDur(tt.d); got != tt.want {
+			t.Errorf("FmtDur(%d) = %q, want %q", int64(tt.d), got, tt.want)
+		}
 	}
 }

@@ -21,8 +21,8 @@ type OperatorConfig struct {
 	Bin        string
 	Kubeconfig string // also given as $KUBECONFIG, which the operator prefers
 	LogPath    string // stdout and stderr, truncated at the start
-	// Port is the monitoring port (/metrics, /healthz); 0 takes a free one
-	// from the kernel.
+	// Port is the monitoring port (/metrics, /healthz); 0 takes the first
+	// free one of 27000-27099.
 	Port int
 	Args []string // more flags
 	Env  []string // more environment variables, KEY=value
@@ -104,13 +104,27 @@ func StartOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 	}
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// The monitoring ports the harness picks from: below the kernel's
+// ephemeral range (32768-60999 on Linux), where any outgoing connection
+// could take a port between the check and the operator's bind.
+const (
+	monitoringPortFirst = 27000
+	monitoringPortLast  = 27099
+)
+
+// freePort returns the first port of the monitoring range that binds.
+func freePort() (int, error) { return freePortIn(monitoringPortFirst, monitoringPortLast) }
+
+func freePortIn(first, last int) (int, error) {
+	for port := first; port <= last; port++ {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port, nil
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port in %d-%d for the operator's monitoring endpoint", first, last)
 }
 
 // Alive tells whether the process still runs.

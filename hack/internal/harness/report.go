@@ -45,6 +45,9 @@ func (s Sample) Summarize() Summary {
 // a second, seconds with two decimals below 100 s, whole seconds above.
 func FmtDur(d time.Duration) string {
 	switch {
+	case d == math.MinInt64:
+		// Its negation overflows: a difference of times that saturated.
+		return "-" + FmtDur(math.MaxInt64)
 	case d < 0:
 		return "-" + FmtDur(-d)
 	case d < time.Second:
