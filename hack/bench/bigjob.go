@@ -24,27 +24,20 @@ import (
 const (
 	bigJobNamespace = "mpi-bench-big"
 	bigJobName      = "big"
-	// bigMinMaxReplicas is the elasticPolicy.maxReplicas the big job asks
-	// for at least, within the CRD's bound on every job (MaxWorkers).
-	bigMinMaxReplicas = 6000
-	// bigDefaultWorkers and bigDefaultStep size the big job by default:
-	// 5,000 workers grown by 1,000, unless that exceeds MaxWorkers (the
-	// most workers a job may have: its ConfigMap must hold them all), in
-	// which case the job is created smaller, so that the growth reaches
-	// MaxWorkers.
+	// bigDefaultWorkers and bigDefaultStep size the big job by default: as
+	// many workers as a job may have (MaxWorkers, since its ConfigMap must
+	// list them all), at most 5,000, shrunk by 1,000 and grown back.
 	bigDefaultStep    = 1000
-	bigDefaultWorkers = min(5000, int(kubeflow.MaxWorkers)-bigDefaultStep)
+	bigDefaultWorkers = min(5000, int(kubeflow.MaxWorkers))
 	// stepTail is how long after a step settled its CPU time and syncs
 	// are read, so that the writes that follow the settling (the status)
 	// count in the step.
 	stepTail = 2 * time.Second
 )
 
-// bigMaxReplicas is the big job's elasticPolicy.maxReplicas: at least
-// bigMinMaxReplicas, at most MaxWorkers.
-func (o *options) bigMaxReplicas() int {
-	return min(int(kubeflow.MaxWorkers), max(bigMinMaxReplicas, o.bigWorkers+o.bigStep))
-}
+// bigMaxReplicas is the big job's elasticPolicy.maxReplicas: the workers
+// it is created with, which the growth returns to.
+func (o *options) bigMaxReplicas() int { return o.bigWorkers }
 
 // objWrites are the versions of one object that the bench's watch saw in a
 // step, and their sizes (JSON, as the watch delivered them).
@@ -369,8 +362,8 @@ func runBigJob(ctx context.Context, o *options, cl *cluster) (*bigResult, error)
 		from, to int
 	}{
 		{"create", 0, o.bigWorkers},
-		{"grow", o.bigWorkers, o.bigWorkers + o.bigStep},
-		{"shrink", o.bigWorkers + o.bigStep, o.bigWorkers},
+		{"shrink", o.bigWorkers, o.bigWorkers - o.bigStep},
+		{"grow", o.bigWorkers - o.bigStep, o.bigWorkers},
 	}
 	for _, st := range steps {
 		s := &bigStep{name: st.name, from: st.from, to: st.to}

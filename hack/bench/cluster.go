@@ -63,7 +63,7 @@ func clusterCapacity(o *options) (nodes, podsPerNode int) {
 		want += o.loadJobs * (o.maxWorkers + 1)
 	}
 	if o.runs(scenarioBigJob) {
-		want += o.bigWorkers + o.bigStep + 1
+		want += o.bigWorkers + 1
 	}
 	if o.runs(scenarioMemory) {
 		want += o.memPods + o.memJobs()

@@ -102,8 +102,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.loadJobs, "load-jobs", 200, "load: elastic MPIJobs (of --workers workers, as the latency scenario's)")
 	fs.IntVar(&o.loadResizes, "load-resizes", 400, "load: worker replica changes")
 	fs.Float64Var(&o.loadRate, "load-rate", 16, "load: replica changes per second")
-	fs.IntVar(&o.bigWorkers, "big-workers", bigDefaultWorkers, fmt.Sprintf("bigjob: workers the one elastic MPIJob is created with (--big-workers + --big-step at most %d, the most workers of a job)", kubeflow.MaxWorkers))
-	fs.IntVar(&o.bigStep, "big-step", bigDefaultStep, "bigjob: workers added by the growth, then removed by the shrink")
+	fs.IntVar(&o.bigWorkers, "big-workers", bigDefaultWorkers, fmt.Sprintf("bigjob: workers the one elastic MPIJob is created with (at most %d, the most workers of a job)", kubeflow.MaxWorkers))
+	fs.IntVar(&o.bigStep, "big-step", bigDefaultStep, "bigjob: workers removed by the shrink, then added back by the growth (fewer than --big-workers)")
 	fs.DurationVar(&o.bigTimeout, "big-timeout", 10*time.Minute, "bigjob: how long to wait for each step to settle")
 	fs.IntVar(&o.memPods, "pods", 10000, "memory: worker pods in all")
 	fs.IntVar(&o.memWorkersPerJob, "pods-per-job", 100, "memory: worker pods per MPIJob")
@@ -151,8 +151,8 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.bigWorkers < 1 || o.bigStep < 1 || o.bigTimeout <= 0 {
 		errs = append(errs, errors.New("--big-workers and --big-step must be at least 1, --big-timeout above 0"))
-	} else if o.bigWorkers+o.bigStep > int(kubeflow.MaxWorkers) {
-		errs = append(errs, fmt.Errorf("--big-workers + --big-step is %d; an MPIJob may have at most %d workers", o.bigWorkers+o.bigStep, kubeflow.MaxWorkers))
+	} else if o.bigWorkers > int(kubeflow.MaxWorkers) || o.bigStep >= o.bigWorkers {
+		errs = append(errs, fmt.Errorf("need --big-step < --big-workers <= %d (the most workers of an MPIJob)", kubeflow.MaxWorkers))
 	}
 	for _, kv := range o.operatorEnv {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {

@@ -284,7 +284,7 @@ func (r *report) writeMemory(b *strings.Builder, m *memoryResult) {
 }
 
 func (r *report) writeBigJob(b *strings.Builder, bj *bigResult) {
-	fmt.Fprintf(b, "### Big job: one elastic MPIJob of %d workers, grown by %d, then shrunk by %d\n\n", bj.workers, bj.step, bj.step)
+	fmt.Fprintf(b, "### Big job: one elastic MPIJob of %d workers, shrunk by %d, then grown back\n\n", bj.workers, bj.step)
 	fmt.Fprintf(b, "elasticPolicy minReplicas 1, maxReplicas %d, drainSeconds %d. A step has settled when the job has exactly its workers, "+
 		"all Running and listed in discover_hosts.sh, and no other worker pod; its CPU time and syncs are read %s later. "+
 		"Object sizes are the JSON of each version the bench's watch saw (the MPIJob: its status only, when it changed).\n\n",

@@ -22,8 +22,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "defaults", check: func(o *options) bool {
 			return slices.Equal(o.scenarios, []string{"latency", "load", "bigjob", "memory"}) &&
 				o.loadJobs == 200 && o.loadResizes == 400 && o.loadRate == 16 &&
-				o.bigWorkers == min(5000, int(kubeflow.MaxWorkers)-1000) && o.bigStep == 1000 && o.bigTimeout == 10*time.Minute &&
-				o.bigWorkers+o.bigStep <= int(kubeflow.MaxWorkers)
+				o.bigWorkers == min(5000, int(kubeflow.MaxWorkers)) && o.bigStep == 1000 && o.bigTimeout == 10*time.Minute
 		}},
 		{name: "scenarios deduplicated", args: []string{"--scenarios", "memory, latency,memory"}, check: func(o *options) bool {
 			return slices.Equal(o.scenarios, []string{"memory", "latency"})
@@ -34,10 +33,11 @@ func TestParseFlags(t *testing.T) {
 		}},
 		{name: "big sizes", args: []string{"--big-workers=300", "--big-step=100", "--big-timeout=2m"}, check: func(o *options) bool {
 			return o.bigWorkers == 300 && o.bigStep == 100 && o.bigTimeout == 2*time.Minute &&
-				o.bigMaxReplicas() == min(6000, int(kubeflow.MaxWorkers))
+				o.bigMaxReplicas() == 300
 		}},
-		{name: "big job beyond the most workers of a job", args: []string{fmt.Sprintf("--big-workers=%d", kubeflow.MaxWorkers), "--big-step=1"},
-			wantErr: "at most"},
+		{name: "big job beyond the most workers of a job", args: []string{fmt.Sprintf("--big-workers=%d", kubeflow.MaxWorkers+1), "--big-step=1"},
+			wantErr: "--big-workers <="},
+		{name: "big step as large as the job", args: []string{"--big-workers=300", "--big-step=300"}, wantErr: "--big-step <"},
 		{name: "unknown scenario", args: []string{"--scenarios", "latency,speed"}, wantErr: `unknown scenario "speed"`},
 		{name: "no scenario", args: []string{"--scenarios", ","}, wantErr: "names no scenario"},
 		{name: "no load jobs", args: []string{"--load-jobs=0"}, wantErr: "--load-jobs"},
@@ -72,12 +72,12 @@ func TestClusterCapacity(t *testing.T) {
 	}
 	nodes, perNode := clusterCapacity(o)
 	// latency 50 x 7, load 200 x 7, bigjob, memory 10,100; 10% spare.
-	want := (50*7 + 200*7 + o.bigWorkers + o.bigStep + 1 + 10100) * 11 / 10
+	want := (50*7 + 200*7 + o.bigWorkers + 1 + 10100) * 11 / 10
 	if nodes*perNode < want || nodes*perNode >= want+perNode {
 		t.Errorf("%d nodes x %d pods for %d pods", nodes, perNode, want)
 	}
 	o.scenarios = []string{scenarioBigJob}
-	if nodes, perNode := clusterCapacity(o); nodes*perNode < o.bigWorkers+o.bigStep+1 {
+	if nodes, perNode := clusterCapacity(o); nodes*perNode < o.bigWorkers+1 {
 		t.Errorf("bigjob alone: %d nodes x %d pods", nodes, perNode)
 	}
 }
