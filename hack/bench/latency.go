@@ -209,6 +209,13 @@ func runLatency(ctx context.Context, o *options, cl *cluster, p latencyParams) (
 	rec.mu.Unlock()
 	logf("%s: all %d jobs list their workers, %s after the first create", name, p.jobs, res.allListed.Sub(res.start).Round(time.Millisecond))
 
+	// The creation's tail (launchers turning Running, the status writes
+	// that wait for the counts) belongs to the creation, not the resizes:
+	// they start once the operator's syncs stand still.
+	if err := waitQuiet(ctx, op); err != nil {
+		return nil, err
+	}
+
 	// 2. The resizes.
 	res.resizesStart = time.Now()
 	logf("%s: %d resizes (%d..%d workers) at %g per second, seed %d", name, p.resizes, o.minWorkers, o.maxWorkers, p.rate, o.seed)

@@ -181,7 +181,7 @@ func (r *report) writeLatency(b *strings.Builder, l *latencyResult) {
 		c.Add(fmt.Sprintf("operator API writes at rest, %s (leader Lease excluded)", o.restWindow), breakdown(rest.writes), "")
 		c.Add(fmt.Sprintf("leader-election Lease writes at rest, %s", o.restWindow), fmt.Sprintf("%d (%.0f a minute)", rest.leaseWrites, float64(rest.leaseWrites)/mins), r.upOf(l, upLeader))
 		c.Add(fmt.Sprintf("operator API reads at rest, %s", o.restWindow), breakdown(rest.reads), "")
-		create := countRequests(l.audit, l.start, l.allListed.Add(time.Second))
+		create := countRequests(l.audit, l.start, l.resizesStart)
 		c.Add(fmt.Sprintf("operator API writes while creating the %d jobs", l.p.jobs), breakdown(create.writes), "")
 		resize := countRequests(l.audit, l.resizesStart, l.settled)
 		n := max(len(l.resizes), 1)
