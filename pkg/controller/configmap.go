@@ -44,7 +44,7 @@ func (c *MPIJobController) syncConfigMap(ctx context.Context, w writePath, job *
 			return cur, nil
 		}
 	}
-	written, err := reconcile.Ensure(ctx, owner(job), c.configMapChild(w.kube), want)
+	written, err := reconcile.Ensure(ctx, owner(job), c.configMapChild(w.kube, job), want)
 	if err == nil && written != cur { // the same object: nothing written
 		c.cmWrites.wrote(key, now, dataBytes(written))
 	}
@@ -112,8 +112,14 @@ func (c *MPIJobController) recordedState(job *kubeflow.MPIJob) elastic.State {
 	return elastic.ParseState(cm.Annotations)
 }
 
-func (c *MPIJobController) configMapChild(client kubernetes.Interface) reconcile.Child[*corev1.ConfigMap] {
+// configMapChild writes through client; an elastic job's hostfile that
+// only gains hosts waits for the next write (elastic.MergeElasticFiles).
+func (c *MPIJobController) configMapChild(client kubernetes.Interface, job *kubeflow.MPIJob) reconcile.Child[*corev1.ConfigMap] {
+	merge := elastic.MergeFiles
+	if job.Spec.ElasticPolicy != nil {
+		merge = elastic.MergeElasticFiles
+	}
 	return reconcile.ChildOf("ConfigMap", func(ns, name string) (*corev1.ConfigMap, error) { return c.cmLister.ConfigMaps(ns).Get(name) },
 		func(ns string) reconcile.TypedClient[*corev1.ConfigMap] { return client.CoreV1().ConfigMaps(ns) },
-		elastic.MergeFiles)
+		merge)
 }

@@ -34,7 +34,7 @@ const (
 	configMountPath   = "/etc/mpi"
 	kubectlMountPath  = "/opt/kube"
 
-	hostfileKey      = "hostfile"
+	hostfileKey      = elastic.HostfileKey
 	kubexecKey       = "kubexec.sh"
 	discoverHostsKey = "discover_hosts.sh"
 

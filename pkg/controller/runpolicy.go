@@ -88,7 +88,7 @@ func (c *MPIJobController) clearHosts(ctx context.Context, job *kubeflow.MPIJob)
 		want.Data[k] = v
 	}
 	want.Data[discoverHostsKey] = "#!/bin/sh\n"
-	_, err = reconcile.Ensure(ctx, owner(job), c.configMapChild(c.kubeClient), want)
+	_, err = reconcile.Ensure(ctx, owner(job), c.configMapChild(c.kubeClient, job), want)
 	return err
 }
 

@@ -44,6 +44,60 @@ func MergeFiles(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
 	return merged, true
 }
 
+// HostfileKey is the ConfigMap key of the hostfile, in both APIs.
+const HostfileKey = "hostfile"
+
+// MergeElasticFiles is MergeFiles for an elastic job, with one more
+// change that is no difference: a hostfile that only gains lines (hosts)
+// while every other file stays as it is. The hostfile then names workers just
+// created, which no process may use before discover_hosts.sh lists them,
+// and Horovod starts processes from that script, not from the hostfile;
+// the new names are written with the write that lists the first of them.
+// So a growth costs one ConfigMap write fewer. A hostfile that loses a
+// host is written at once.
+func MergeElasticFiles(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
+	if hostfileOnlyGains(cur.Data, want.Data) {
+		held := want.DeepCopy()
+		held.Data[HostfileKey] = cur.Data[HostfileKey]
+		return MergeFiles(cur, held)
+	}
+	return MergeFiles(cur, want)
+}
+
+// hostfileOnlyGains tells whether want differs from cur in the hostfile
+// alone, and its hostfile has every line of cur's and more.
+func hostfileOnlyGains(cur, want map[string]string) bool {
+	if len(cur) != len(want) {
+		return false
+	}
+	for k, v := range want {
+		if w, ok := cur[k]; !ok || (k != HostfileKey && w != v) {
+			return false
+		}
+	}
+	before, after := lines(cur[HostfileKey]), lines(want[HostfileKey])
+	if len(after) <= len(before) {
+		return false
+	}
+	for l := range before {
+		if !after[l] {
+			return false
+		}
+	}
+	return true
+}
+
+// lines are the non-empty lines of a file, as a set.
+func lines(file string) map[string]bool {
+	set := map[string]bool{}
+	for _, l := range strings.Split(file, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			set[l] = true
+		}
+	}
+	return set
+}
+
 // ParseDiscoverHosts returns the hosts a discover_hosts.sh lists: one
 // "echo <host>:<slots>" (v1) or "echo <host>" (v2beta1) line each, the host
 // possibly quoted. It reads what the operators write, for the tools that

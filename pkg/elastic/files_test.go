@@ -97,3 +97,46 @@ func TestParseDiscoverHosts(t *testing.T) {
 		}
 	}
 }
+
+func TestMergeElasticFiles(t *testing.T) {
+	cm := func(hostfile, script string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "job-config"},
+			Data: map[string]string{HostfileKey: hostfile, "discover_hosts.sh": script}}
+	}
+	const (
+		one   = "w-0 slots=1\n"
+		two   = "w-0 slots=1\nw-1 slots=1\n"
+		other = "w-0 slots=1\nw-2 slots=1\n"
+		s0    = "#!/bin/sh\necho w-0:1\n"
+		s01   = "#!/bin/sh\necho w-0:1\necho w-1:1\n"
+	)
+	cases := []struct {
+		name      string
+		cur, want *corev1.ConfigMap
+		merged    *corev1.ConfigMap
+		changed   bool
+	}{
+		{name: "a hostfile that only gains a host waits", cur: cm(one, s0), want: cm(two, s0), merged: cm(one, s0)},
+		{name: "it is written with the listing", cur: cm(one, s0), want: cm(two, s01), merged: cm(two, s01), changed: true},
+		{name: "a hostfile that loses a host is written", cur: cm(two, s0), want: cm(one, s0), merged: cm(one, s0), changed: true},
+		{name: "a hostfile that swaps a host is written", cur: cm(two, s0), want: cm(other, s0), merged: cm(other, s0), changed: true},
+		{name: "Intel MPI's format", cur: cm("w-0:2\n", s0), want: cm("w-0:2\nw-1:2\n", s0), merged: cm("w-0:2\n", s0)},
+		{name: "a slot change is written", cur: cm(one, s0), want: cm("w-0 slots=2\nw-1 slots=2\n", s0),
+			merged: cm("w-0 slots=2\nw-1 slots=2\n", s0), changed: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.cur.DeepCopy()
+			merged, changed := MergeElasticFiles(tc.cur, tc.want)
+			if changed != tc.changed {
+				t.Errorf("changed = %t, want %t", changed, tc.changed)
+			}
+			if diff := cmp.Diff(tc.merged, merged); diff != "" {
+				t.Errorf("merged (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.cur); diff != "" {
+				t.Errorf("cur was modified (-before +after):\n%s", diff)
+			}
+		})
+	}
+}

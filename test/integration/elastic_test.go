@@ -122,14 +122,23 @@ func TestElasticGrowth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "grow-worker-0 slots=1\ngrow-worker-1 slots=1\ngrow-worker-2 slots=1\ngrow-worker-3 slots=1\n"; cm.Data["hostfile"] != want {
-		t.Errorf("hostfile %q, want %q", cm.Data["hostfile"], want)
+	// An elastic job's hostfile names new workers with the write that
+	// lists the first of them: none is Running yet.
+	if want := "grow-worker-0 slots=1\ngrow-worker-1 slots=1\n"; cm.Data["hostfile"] != want {
+		t.Errorf("hostfile %q while the new workers are held back, want %q", cm.Data["hostfile"], want)
 	}
 
 	if err := env.kube.CoreV1().ResourceQuotas(ns).Delete(ctx, "hold", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitForHosts(t, ns, "grow", hostsOf("grow", 0, 1, 2, 3)...)
+	cm, err = env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "grow-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "grow-worker-0 slots=1\ngrow-worker-1 slots=1\ngrow-worker-2 slots=1\ngrow-worker-3 slots=1\n"; cm.Data["hostfile"] != want {
+		t.Errorf("hostfile %q once the new workers are listed, want %q", cm.Data["hostfile"], want)
+	}
 	waitFor(t, "the launcher to be told of the new hosts", func() (bool, error) {
 		return launcherHostsHash(t, ns, "grow") != hashBefore, nil
 	})
