@@ -118,3 +118,26 @@ func TestFilesWaitForOwnPodChanges(t *testing.T) {
 	}
 	f.expectKubeWrites(update("configmaps", "pi-config"))
 }
+
+// TestRoleWaitsForOwnDeletions: while the cache shows only some of the
+// workers the controller deleted, the Role keeps naming them all; once the
+// cache shows every deletion, one update takes them out.
+func TestRoleWaitsForOwnDeletions(t *testing.T) {
+	setUp := func(f *fixture) {
+		job := runningJob(f, 2)
+		f.roles[0] = newLauncherRole(defaulted(job), []string{"pi-worker-0", "pi-worker-1", "pi-worker-2", "pi-worker-3"})
+	}
+	f := newFixture(t)
+	setUp(f)
+	if _, err := f.syncPrepared(f.jobs[0], func(c *MPIJobController) {
+		c.expectations.ExpectChange("ns/pi", "pi-worker-3-uid", reconcile.ShowsDeletion)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites()
+
+	f = newFixture(t)
+	setUp(f)
+	f.sync(f.jobs[0])
+	f.expectKubeWrites(update("roles", "pi-launcher"))
+}

@@ -170,7 +170,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 		// The cache does not show this controller's last pod changes yet, so
 		// the plan may repeat them; the pod event that settles them brings
 		// the job back. The Role stays as the last sync, which planned the
-		// same workers, wrote it.
+		// same workers, wrote it (below).
 		plan.Create, plan.Drain, plan.Remove = nil, nil, nil
 		// Should that event be lost, look again once the wait has expired.
 		plan.Requeue = elastic.Sooner(plan.Requeue, reconcile.ExpectationsTimeout)
@@ -188,7 +188,15 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 			}
 			return err
 		},
-		func() error { return c.syncLauncherRBAC(ctx, job, plan.Exec) },
+		func() error {
+			if !settled {
+				// Exec named from a cache that shows only some of the
+				// deletions of a shrink would be trimmed once per
+				// deletion seen; no worker is created meanwhile.
+				return nil
+			}
+			return c.syncLauncherRBAC(ctx, job, plan.Exec)
+		},
 		func() error { return c.syncPodGroup(ctx, job) },
 	)
 	if err != nil {
