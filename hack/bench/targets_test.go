@@ -356,7 +356,7 @@ func TestTargets(t *testing.T) {
 		latency: latencyRun(fast, fast, slices.Concat(
 			audits(1000, "create", "pods", "j-worker-1"),
 			audits(150, "create", "events", "e"),
-			audits(120, "update", "mpijobs/status", "j"),
+			audits(210, "update", "mpijobs/status", "j"),
 			audits(70, "patch", "pods", "j-launcher"),
 		), 100, 60),
 		bigjob: bigSteps([3]int64{5000, 5000, 5_000_000}, [3]int64{1000, 4000, 1_000_000}, [3]int64{1000, 1000, 9_000_000}, true),
