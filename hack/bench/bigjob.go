@@ -315,7 +315,10 @@ func operatorSyncs(ctx context.Context, op *harness.Operator) (float64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return syncCount(text)
+	// A histogram vector shows no series before its first observation:
+	// an operator that answers without one has synced nothing yet.
+	n, _ := syncCount(text)
+	return n, true
 }
 
 // waitQuiet waits until the operator's sync count has not moved for a
