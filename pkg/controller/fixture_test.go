@@ -117,7 +117,13 @@ func (f *fixture) newController(ctx context.Context) *MPIJobController {
 	for _, o := range f.pods {
 		// Each pod goes where the informers' label selectors put it.
 		if _, ok := o.Labels[labelMPIJobName]; ok {
-			add(inf.pods.Core().V1().Pods().Informer(), o)
+			// As the informer's transform leaves it, so that every test
+			// shows that the cache keeps what the controller reads.
+			cached, err := trimPod(o.DeepCopy())
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			add(inf.pods.Core().V1().Pods().Informer(), cached)
 			continue
 		}
 		m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: o.ObjectMeta}

@@ -132,33 +132,31 @@ var (
 		elastic.AnnotationHostsHash, elastic.AnnotationDeletionCost}
 )
 
-// trimPod keeps the parts of a pod that the controller reads: its name,
-// identity, owner, deletion, the labels and annotations it selects or marks
-// pods with, the phase and reason, and, for a launcher, how its containers
-// ended. With thousands of workers cached, every dropped field counts.
+// trimPod turns a pod into the cachedPod that the cache keeps: its name,
+// identity, owner, deletion, the labels and annotations the controller
+// selects or marks pods with, the phase and reason, and, for a launcher, how
+// its containers ended. With thousands of workers cached, every dropped field
+// counts.
 func trimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return trimManagedFields(obj)
 	}
-	pod.ObjectMeta = trimmedMeta(&pod.ObjectMeta, keep(pod.Labels, keptPodLabels), keep(pod.Annotations, keptPodAnnotations))
-	var statuses []corev1.ContainerStatus
+	out := &cachedPod{
+		ObjectMeta: trimmedMeta(&pod.ObjectMeta, keep(pod.Labels, keptPodLabels), keep(pod.Annotations, keptPodAnnotations)),
+		Phase:      pod.Status.Phase,
+		Reason:     pod.Status.Reason,
+	}
 	if pod.Labels[labelMPIRole] == roleLauncher {
 		for _, s := range pod.Status.ContainerStatuses {
 			trimmed := corev1.ContainerStatus{Name: s.Name, RestartCount: s.RestartCount}
 			if t := s.State.Terminated; t != nil {
 				trimmed.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
 			}
-			statuses = append(statuses, trimmed)
+			out.ContainerStatuses = append(out.ContainerStatuses, trimmed)
 		}
 	}
-	pod.Spec = corev1.PodSpec{}
-	pod.Status = corev1.PodStatus{
-		Phase:             pod.Status.Phase,
-		Reason:            pod.Status.Reason,
-		ContainerStatuses: statuses,
-	}
-	return pod, nil
+	return out, nil
 }
 
 var podsResource = corev1.SchemeGroupVersion.WithResource("pods")
@@ -234,7 +232,7 @@ const podsByControllerIndex = "mpijob-uid"
 
 // podControllerUID is the index function of podsByControllerIndex.
 func podControllerUID(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := obj.(metav1.Object)
 	if !ok {
 		return nil, nil
 	}

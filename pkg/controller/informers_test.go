@@ -53,21 +53,25 @@ func TestTrimPod(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{ctrl},
 		}
 	}
+	launcherStatuses := []corev1.ContainerStatus{{Name: "c", RestartCount: 2,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}
 	cases := map[string]struct {
-		in   *corev1.Pod
-		want *corev1.Pod
+		in      *corev1.Pod
+		want    *cachedPod
+		wantPod *corev1.Pod // what readers of the cache get
 	}{
 		"worker": {
-			in: full(roleWorker),
-			want: &corev1.Pod{ObjectMeta: trimmedMeta(roleWorker),
+			in:   full(roleWorker),
+			want: &cachedPod{ObjectMeta: trimmedMeta(roleWorker), Phase: corev1.PodFailed, Reason: "Evicted"},
+			wantPod: &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: trimmedMeta(roleWorker),
 				Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"}},
 		},
 		"launcher keeps how its containers ended": {
 			in: full(roleLauncher),
-			want: &corev1.Pod{ObjectMeta: trimmedMeta(roleLauncher),
-				Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
-					ContainerStatuses: []corev1.ContainerStatus{{Name: "c", RestartCount: 2,
-						State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}}},
+			want: &cachedPod{ObjectMeta: trimmedMeta(roleLauncher), Phase: corev1.PodFailed, Reason: "Evicted",
+				ContainerStatuses: launcherStatuses},
+			wantPod: &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: trimmedMeta(roleLauncher),
+				Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", ContainerStatuses: launcherStatuses}},
 		},
 	}
 	for name, tc := range cases {
@@ -77,7 +81,10 @@ func TestTrimPod(t *testing.T) {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("trimmed pod (-want +got):\n%s", diff)
+				t.Errorf("cached pod (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantPod, asPod(got)); diff != "" {
+				t.Errorf("pod read from the cache (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -272,9 +272,11 @@ func (c *MPIJobController) getWorkers(job *kubeflow.MPIJob) ([]*corev1.Pod, erro
 	selector := workerSelector(job)
 	out := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
-		p, ok := o.(*corev1.Pod)
-		if ok && selector.Matches(labels.Set(p.Labels)) {
-			out = append(out, p)
+		m, ok := o.(metav1.Object)
+		if ok && selector.Matches(labels.Set(m.GetLabels())) {
+			if p := asPod(o); p != nil {
+				out = append(out, p)
+			}
 		}
 	}
 	// The lister's order is random; acting in name order keeps every sync's

@@ -1,0 +1,128 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// cachedPod is what the pod cache holds of a pod of an MPIJob: its trimmed
+// metadata and the few status fields the controller reads. A corev1.Pod is
+// over a kilobyte before any of its fields is set, most of it the spec that
+// the controller never reads back; with ten thousand workers cached, the
+// difference is most of the operator's heap. Readers get a *corev1.Pod
+// built from it (see asPod), so no code outside the cache sees this type.
+type cachedPod struct {
+	metav1.ObjectMeta
+	Phase  corev1.PodPhase
+	Reason string
+	// ContainerStatuses are kept for launchers only: how each container
+	// ended, and its restarts.
+	ContainerStatuses []corev1.ContainerStatus
+}
+
+// asPod returns the pod that a cache object stands for: a *corev1.Pod as
+// it is (tests put whole pods in the cache), a *cachedPod rebuilt into one,
+// or nil for anything else. The pod shares the cached object's maps and
+// slices: like every cached object, it must not be modified.
+func asPod(obj any) *corev1.Pod {
+	switch p := obj.(type) {
+	case *corev1.Pod:
+		return p
+	case *cachedPod:
+		return &corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: p.ObjectMeta,
+			Status: corev1.PodStatus{
+				Phase:             p.Phase,
+				Reason:            p.Reason,
+				ContainerStatuses: p.ContainerStatuses,
+			},
+		}
+	}
+	return nil
+}
+
+// asPodEvent is asPod for what an event handler receives, which may also
+// be the tombstone of a pod whose deletion the informer missed.
+func asPodEvent(obj any) any {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		if p := asPod(tombstone.Obj); p != nil {
+			tombstone.Obj = p
+		}
+		return tombstone
+	}
+	if p := asPod(obj); p != nil {
+		return p
+	}
+	return obj
+}
+
+// podEvents wraps the handlers of the pod informer so that they receive
+// *corev1.Pod objects.
+func podEvents(h cache.ResourceEventHandlerFuncs) cache.ResourceEventHandlerFuncs {
+	out := cache.ResourceEventHandlerFuncs{}
+	if h.AddFunc != nil {
+		out.AddFunc = func(obj any) { h.AddFunc(asPodEvent(obj)) }
+	}
+	if h.UpdateFunc != nil {
+		out.UpdateFunc = func(oldObj, newObj any) { h.UpdateFunc(asPodEvent(oldObj), asPodEvent(newObj)) }
+	}
+	if h.DeleteFunc != nil {
+		out.DeleteFunc = func(obj any) { h.DeleteFunc(asPodEvent(obj)) }
+	}
+	return out
+}
+
+// podCache reads the pod informer's cache as a PodLister.
+type podCache struct{ indexer cache.Indexer }
+
+var _ corelisters.PodLister = podCache{}
+
+// List returns the cached pods that selector matches, in every namespace.
+func (c podCache) List(selector labels.Selector) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	err := cache.ListAll(c.indexer, selector, func(obj any) {
+		if p := asPod(obj); p != nil {
+			out = append(out, p)
+		}
+	})
+	return out, err
+}
+
+// Pods reads the cached pods of one namespace.
+func (c podCache) Pods(namespace string) corelisters.PodNamespaceLister {
+	return podNamespaceCache{indexer: c.indexer, namespace: namespace}
+}
+
+type podNamespaceCache struct {
+	indexer   cache.Indexer
+	namespace string
+}
+
+// List returns the cached pods of the namespace that selector matches.
+func (c podNamespaceCache) List(selector labels.Selector) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	err := cache.ListAllByNamespace(c.indexer, c.namespace, selector, func(obj any) {
+		if p := asPod(obj); p != nil {
+			out = append(out, p)
+		}
+	})
+	return out, err
+}
+
+// Get returns the cached pod name of the namespace, or a NotFound error.
+func (c podNamespaceCache) Get(name string) (*corev1.Pod, error) {
+	obj, exists, err := c.indexer.GetByKey(c.namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	p := asPod(obj)
+	if !exists || p == nil {
+		return nil, apierrors.NewNotFound(corev1.Resource("pod"), name)
+	}
+	return p, nil
+}
