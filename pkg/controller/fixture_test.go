@@ -135,11 +135,19 @@ func (f *fixture) newController(ctx context.Context) *MPIJobController {
 	for _, o := range f.sas {
 		add(inf.labelled.Core().V1().ServiceAccounts().Informer(), o)
 	}
+	// Roles and RoleBindings too go in as their transform leaves them.
+	rbac := func(informer cache.SharedIndexInformer, obj runtime.Object) {
+		cached, err := trimRBAC(obj.DeepCopyObject())
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		add(informer, cached)
+	}
 	for _, o := range f.roles {
-		add(inf.rbac.Rbac().V1().Roles().Informer(), o)
+		rbac(inf.rbac.Rbac().V1().Roles().Informer(), o)
 	}
 	for _, o := range f.bindings {
-		add(inf.rbac.Rbac().V1().RoleBindings().Informer(), o)
+		rbac(inf.rbac.Rbac().V1().RoleBindings().Informer(), o)
 	}
 	for _, o := range f.groups {
 		add(inf.volcano.Scheduling().V1beta1().PodGroups().Informer(), o)

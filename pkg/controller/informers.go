@@ -5,6 +5,7 @@ import (
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -78,7 +79,7 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 		labelled: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
 			withLabel(labelApp), informers.WithTransform(trimConfigMap)),
 		rbac: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
-			informers.WithTransform(trimManagedFields)),
+			informers.WithTransform(trimRBAC)),
 		otherPods: metadatainformer.NewFilteredSharedInformerFactory(metaClient, resyncNever, cfg.Namespace,
 			func(o *metav1.ListOptions) { o.LabelSelector = "!" + labelMPIJobName }),
 	}
@@ -120,6 +121,30 @@ func (i *Informers) Shutdown() {
 func trimManagedFields(obj any) (any, error) {
 	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
 		m.GetObjectMeta().SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// trimRBAC keeps a Role or RoleBinding that an MPIJob controls whole but
+// for its managed fields: the controller updates it from the cached copy.
+// Of any other it keeps the metadata that says whose it is: the controller
+// only needs to know that the name is taken. The informer is not filtered
+// by label, as Roles and RoleBindings that upstream's operator created carry
+// none, and a cluster upgraded in place must still find and update them.
+func trimRBAC(obj any) (any, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return obj, nil
+	}
+	m.SetManagedFields(nil)
+	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == kubeflow.Kind && isKubeflowGroup(ref.APIVersion) {
+		return obj, nil
+	}
+	switch o := obj.(type) {
+	case *rbacv1.Role:
+		return &rbacv1.Role{ObjectMeta: trimmedMeta(&o.ObjectMeta, nil, nil)}, nil
+	case *rbacv1.RoleBinding:
+		return &rbacv1.RoleBinding{ObjectMeta: trimmedMeta(&o.ObjectMeta, nil, nil)}, nil
 	}
 	return obj, nil
 }
