@@ -100,10 +100,11 @@ func BenchmarkCachedPod(b *testing.B) {
 	}
 	for _, tc := range []struct {
 		name      string
-		transform cache.TransformFunc
+		transform func(cache.Store) cache.TransformFunc
 	}{
-		{"managed fields dropped", trimManagedFields},
-		{"trimmed", trimPod},
+		{"managed fields dropped", func(cache.Store) cache.TransformFunc { return trimManagedFields }},
+		{"trimmed", func(cache.Store) cache.TransformFunc { return trimPod }},
+		{"trimmed and shared", func(s cache.Store) cache.TransformFunc { return podTrimmer{store: s}.trim }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var perPod float64
@@ -115,12 +116,13 @@ func BenchmarkCachedPod(b *testing.B) {
 					cache.NamespaceIndex:  cache.MetaNamespaceIndexFunc,
 					podsByControllerIndex: podControllerUID,
 				})
+				transform := tc.transform(store)
 				for _, raw := range wire {
 					pod := &corev1.Pod{}
 					if err := pod.Unmarshal(raw); err != nil {
 						b.Fatal(err)
 					}
-					obj, err := tc.transform(pod)
+					obj, err := transform(pod)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -119,11 +119,12 @@ func (f *fixture) newController(ctx context.Context) *MPIJobController {
 		if _, ok := o.Labels[labelMPIJobName]; ok {
 			// As the informer's transform leaves it, so that every test
 			// shows that the cache keeps what the controller reads.
-			cached, err := trimPod(o.DeepCopy())
+			informer := inf.pods.Core().V1().Pods().Informer()
+			cached, err := podTrimmer{store: informer.GetIndexer()}.trim(o.DeepCopy())
 			if err != nil {
 				f.t.Fatal(err)
 			}
-			add(inf.pods.Core().V1().Pods().Informer(), cached)
+			add(informer, cached)
 			continue
 		}
 		m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: o.ObjectMeta}

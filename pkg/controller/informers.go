@@ -75,7 +75,7 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 		jobs: mpiinformers.NewSharedInformerFactoryWithOptions(mpiClient, resyncNever,
 			mpiinformers.WithNamespace(cfg.Namespace), mpiinformers.WithTransform(trimJob)),
 		pods: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
-			withLabel(labelMPIJobName), informers.WithTransform(trimPod)),
+			withLabel(labelMPIJobName)),
 		labelled: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
 			withLabel(labelApp), informers.WithTransform(trimConfigMap)),
 		rbac: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
@@ -83,8 +83,10 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 		otherPods: metadatainformer.NewFilteredSharedInformerFactory(metaClient, resyncNever, cfg.Namespace,
 			func(o *metav1.ListOptions) { o.LabelSelector = "!" + labelMPIJobName }),
 	}
-	// Set before anything can start the informer, which refuses it after.
+	// Set before anything can start the informers, which refuse them after.
 	_ = inf.otherPodsInformer().Informer().SetTransform(trimPodMetadata)
+	pods := inf.pods.Core().V1().Pods().Informer()
+	_ = pods.SetTransform(podTrimmer{store: pods.GetIndexer()}.trim)
 	if volcanoClient != nil && cfg.GangSchedulerName != "" {
 		inf.volcano = volcanoinformers.NewSharedInformerFactoryWithOptions(volcanoClient, resyncNever,
 			volcanoinformers.WithNamespace(cfg.Namespace),
@@ -167,8 +169,21 @@ func trimPod(obj any) (any, error) {
 	if !ok {
 		return trimManagedFields(obj)
 	}
+	labels := keep(pod.Labels, keptPodLabels)
+	if labels[labelMPIRole] == roleWorker {
+		// The index labels repeat the name's suffix, as the controller
+		// names its workers: without them, the labels of a job's workers
+		// are all the same, and the cache keeps one copy (podTrimmer).
+		jobName := labels[labelMPIJobName]
+		i, ok := workerIndexOf(jobName, pod.Name, labels)
+		fromName, okName := workerIndexOf(jobName, pod.Name, nil)
+		if i == fromName && ok == okName {
+			delete(labels, labelReplicaIndex)
+			delete(labels, common.ReplicaIndexLabel)
+		}
+	}
 	out := &cachedPod{
-		ObjectMeta: trimmedMeta(&pod.ObjectMeta, keep(pod.Labels, keptPodLabels), keep(pod.Annotations, keptPodAnnotations)),
+		ObjectMeta: trimmedMeta(&pod.ObjectMeta, labels, keep(pod.Annotations, keptPodAnnotations)),
 		Phase:      pod.Status.Phase,
 		Reason:     pod.Status.Reason,
 	}

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +24,60 @@ type cachedPod struct {
 	// ContainerStatuses are kept for launchers only: how each container
 	// ended, and its restarts.
 	ContainerStatuses []corev1.ContainerStatus
+}
+
+// podTrimmer is the pod informer's transform: trimPod, and then the new
+// cachedPod shares its namespace, owner and labels with a pod of the same
+// job already in store when they are equal, so that ten thousand workers of
+// a hundred jobs hold a hundred copies of them, not ten thousand. Cached
+// objects are never modified, so sharing them is safe.
+type podTrimmer struct{ store cache.Store }
+
+func (t podTrimmer) trim(obj any) (any, error) {
+	out, err := trimPod(obj)
+	if p, ok := out.(*cachedPod); ok && err == nil {
+		t.share(p)
+	}
+	return out, err
+}
+
+// share looks for a pod to share with: the pod's own version in store,
+// then the job's first worker, then its launcher.
+func (t podTrimmer) share(p *cachedPod) {
+	job := p.Labels[labelMPIJobName]
+	for _, name := range []string{p.Name, job + workerInfix + "0", job + launcherSuffix} {
+		obj, exists, err := t.store.GetByKey(p.Namespace + "/" + name)
+		if err != nil || !exists {
+			continue
+		}
+		if other, ok := obj.(*cachedPod); ok && other.Labels[labelMPIJobName] == job {
+			p.shareWith(other)
+			return
+		}
+	}
+}
+
+// shareWith takes other's copies of what both hold alike.
+func (p *cachedPod) shareWith(other *cachedPod) {
+	if p.Namespace == other.Namespace {
+		p.Namespace = other.Namespace
+	}
+	if len(p.OwnerReferences) == 1 && len(other.OwnerReferences) == 1 &&
+		sameOwner(p.OwnerReferences[0], other.OwnerReferences[0]) {
+		p.OwnerReferences = other.OwnerReferences
+	}
+	if p.Labels != nil && maps.Equal(p.Labels, other.Labels) {
+		p.Labels = other.Labels
+	}
+	if p.Annotations != nil && maps.Equal(p.Annotations, other.Annotations) {
+		p.Annotations = other.Annotations
+	}
+}
+
+func sameOwner(a, b metav1.OwnerReference) bool {
+	samePtr := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.APIVersion == b.APIVersion && a.Kind == b.Kind && a.Name == b.Name && a.UID == b.UID &&
+		samePtr(a.Controller, b.Controller) && samePtr(a.BlockOwnerDeletion, b.BlockOwnerDeletion)
 }
 
 // asPod returns the pod that a cache object stands for: a *corev1.Pod as
