@@ -104,7 +104,7 @@ func BenchmarkCachedPod(b *testing.B) {
 	}{
 		{"managed fields dropped", func(cache.Store) cache.TransformFunc { return trimManagedFields }},
 		{"trimmed", func(cache.Store) cache.TransformFunc { return trimPod }},
-		{"trimmed and shared", func(s cache.Store) cache.TransformFunc { return podTrimmer{store: s}.trim }},
+		{"trimmed and shared", func(s cache.Store) cache.TransformFunc { return newPodTrimmer(s).trim }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var perPod float64

@@ -86,7 +86,7 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 	// Set before anything can start the informers, which refuse them after.
 	_ = inf.otherPodsInformer().Informer().SetTransform(trimPodMetadata)
 	pods := inf.pods.Core().V1().Pods().Informer()
-	_ = pods.SetTransform(podTrimmer{store: pods.GetIndexer()}.trim)
+	_ = pods.SetTransform(newPodTrimmer(pods.GetIndexer()).trim)
 	if volcanoClient != nil && cfg.GangSchedulerName != "" {
 		inf.volcano = volcanoinformers.NewSharedInformerFactoryWithOptions(volcanoClient, resyncNever,
 			volcanoinformers.WithNamespace(cfg.Namespace),

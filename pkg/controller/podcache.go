@@ -2,6 +2,7 @@ package controller
 
 import (
 	"maps"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,32 +29,54 @@ type cachedPod struct {
 
 // podTrimmer is the pod informer's transform: trimPod, and then the new
 // cachedPod shares its namespace, owner and labels with a pod of the same
-// job already in store when they are equal, so that ten thousand workers of
-// a hundred jobs hold a hundred copies of them, not ten thousand. Cached
-// objects are never modified, so sharing them is safe.
-type podTrimmer struct{ store cache.Store }
+// job when they are equal, so that ten thousand workers of a hundred jobs
+// hold a hundred copies of them, not ten thousand. Cached objects are never
+// modified, so sharing them is safe. The zero value shares nothing; use
+// newPodTrimmer.
+type podTrimmer struct {
+	store cache.Store
+	// last is the pod trimmed last. At the start, when the store is still
+	// empty, the pods of a job come one after the other, in name order.
+	mu   sync.Mutex
+	last *cachedPod
+}
 
-func (t podTrimmer) trim(obj any) (any, error) {
+// newPodTrimmer returns a transform that looks for pods to share with in
+// store, the informer's own.
+func newPodTrimmer(store cache.Store) *podTrimmer { return &podTrimmer{store: store} }
+
+func (t *podTrimmer) trim(obj any) (any, error) {
 	out, err := trimPod(obj)
-	if p, ok := out.(*cachedPod); ok && err == nil {
+	if p, ok := out.(*cachedPod); ok && err == nil && t.store != nil {
 		t.share(p)
 	}
 	return out, err
 }
 
-// share looks for a pod to share with: the pod's own version in store,
-// then the job's first worker, then its launcher.
-func (t podTrimmer) share(p *cachedPod) {
+// share looks for a pod of the same job to share with: the pod's own
+// version in store, the job's first worker, its launcher, or the pod
+// trimmed last.
+func (t *podTrimmer) share(p *cachedPod) {
+	t.mu.Lock()
+	last := t.last
+	t.last = p
+	t.mu.Unlock()
 	job := p.Labels[labelMPIJobName]
+	sameJob := func(other *cachedPod) bool {
+		return other.Namespace == p.Namespace && other.Labels[labelMPIJobName] == job
+	}
 	for _, name := range []string{p.Name, job + workerInfix + "0", job + launcherSuffix} {
 		obj, exists, err := t.store.GetByKey(p.Namespace + "/" + name)
 		if err != nil || !exists {
 			continue
 		}
-		if other, ok := obj.(*cachedPod); ok && other.Labels[labelMPIJobName] == job {
+		if other, ok := obj.(*cachedPod); ok && sameJob(other) {
 			p.shareWith(other)
 			return
 		}
+	}
+	if last != nil && sameJob(last) {
+		p.shareWith(last)
 	}
 }
 

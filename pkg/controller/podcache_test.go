@@ -126,7 +126,7 @@ func TestTrimPodDropsIndexLabelsTheNameRepeats(t *testing.T) {
 func TestPodTrimmerShares(t *testing.T) {
 	job := defaulted(newTestJob("pi", 3))
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	trim := podTrimmer{store: store}.trim
+	trim := newPodTrimmer(store).trim
 	add := func(p *corev1.Pod) *cachedPod {
 		t.Helper()
 		obj, err := trim(p)
@@ -175,4 +175,25 @@ func sameMap(a, b map[string]string) bool {
 	_, same := b["\x00probe"]
 	delete(a, "\x00probe")
 	return same
+}
+
+// At the start the informer trims the whole list before its store holds
+// any of it: the pods of a job share with the one trimmed before.
+func TestPodTrimmerSharesBeforeTheStoreFills(t *testing.T) {
+	job := defaulted(newTestJob("pi", 3))
+	trim := newPodTrimmer(cache.NewStore(cache.MetaNamespaceKeyFunc)).trim
+	var got []*cachedPod
+	for _, p := range []*corev1.Pod{newLauncher(job, launcherOptions{}), newWorker(job, 0, ""), newWorker(job, 1, "")} {
+		obj, err := trim(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, obj.(*cachedPod))
+	}
+	if &got[0].OwnerReferences[0] != &got[1].OwnerReferences[0] || &got[1].OwnerReferences[0] != &got[2].OwnerReferences[0] {
+		t.Error("the job's pods do not share their owner")
+	}
+	if !sameMap(got[1].Labels, got[2].Labels) || sameMap(got[0].Labels, got[1].Labels) {
+		t.Error("the workers should share their labels, and not with the launcher")
+	}
 }
