@@ -139,3 +139,43 @@ func BenchmarkCachedPod(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGetWorkers measures a read of a job's 100 workers, from a cache
+// of whole pods and from the pod cache's records, which are rebuilt into
+// pods on every read.
+func BenchmarkGetWorkers(b *testing.B) {
+	for _, tc := range []struct {
+		name      string
+		transform func(cache.Store) cache.TransformFunc
+	}{
+		{"whole pods", func(cache.Store) cache.TransformFunc { return trimManagedFields }},
+		{"cached records", func(s cache.Store) cache.TransformFunc { return newPodTrimmer(s).trim }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			job := defaulted(newTestJob("train-00", 100))
+			store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
+				cache.NamespaceIndex:  cache.MetaNamespaceIndexFunc,
+				podsByControllerIndex: podControllerUID,
+			})
+			transform := tc.transform(store)
+			for i := range 100 {
+				pod := servedWorker(job.Name, i)
+				job.UID = pod.OwnerReferences[0].UID
+				obj, err := transform(pod)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := store.Add(obj); err != nil {
+					b.Fatal(err)
+				}
+			}
+			c := &MPIJobController{podIndexer: store}
+			b.ReportAllocs()
+			for b.Loop() {
+				if workers, err := c.getWorkers(job); err != nil || len(workers) != 100 {
+					b.Fatalf("%d workers, %v", len(workers), err)
+				}
+			}
+		})
+	}
+}

@@ -112,17 +112,20 @@ func asPod(obj any) *corev1.Pod {
 	case *corev1.Pod:
 		return p
 	case *cachedPod:
-		return &corev1.Pod{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-			ObjectMeta: p.ObjectMeta,
-			Status: corev1.PodStatus{
-				Phase:             p.Phase,
-				Reason:            p.Reason,
-				ContainerStatuses: p.ContainerStatuses,
-			},
-		}
+		pod := &corev1.Pod{}
+		p.fill(pod)
+		return pod
 	}
 	return nil
+}
+
+// fill sets, on a zero pod, what p keeps of the pod it stands for.
+func (p *cachedPod) fill(pod *corev1.Pod) {
+	pod.APIVersion, pod.Kind = "v1", "Pod"
+	pod.ObjectMeta = p.ObjectMeta
+	pod.Status.Phase = p.Phase
+	pod.Status.Reason = p.Reason
+	pod.Status.ContainerStatuses = p.ContainerStatuses
 }
 
 // asPodEvent is asPod for what an event handler receives, which may also
