@@ -139,7 +139,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		mpiClient:  mpiClient,
 		cfg:        cfg,
 		jobLister:  jobs.Lister(),
-		podLister:  pods.Lister(),
+		podLister:  podCache{indexer: pods.Informer().GetIndexer()},
 		podIndexer: pods.Informer().GetIndexer(),
 		cmLister:   cms.Lister(),
 		saLister:   sas.Lister(),
@@ -177,11 +177,11 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		},
 		DeleteFunc: c.enqueueJob,
 	})
-	c.addHandler(logger, pods.Informer(), cache.ResourceEventHandlerFuncs{
+	c.addHandler(logger, pods.Informer(), podEvents(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.handlePodAdd,
 		UpdateFunc: c.handlePodUpdate,
 		DeleteFunc: c.handlePodDelete,
-	})
+	}))
 	// A pod that holds a worker's name matters when it comes, as its name
 	// must leave the Role, and when it goes, as the worker may be created.
 	c.addHandler(logger, others.Informer(), cache.ResourceEventHandlerFuncs{

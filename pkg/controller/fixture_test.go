@@ -117,7 +117,14 @@ func (f *fixture) newController(ctx context.Context) *MPIJobController {
 	for _, o := range f.pods {
 		// Each pod goes where the informers' label selectors put it.
 		if _, ok := o.Labels[labelMPIJobName]; ok {
-			add(inf.pods.Core().V1().Pods().Informer(), o)
+			// As the informer's transform leaves it, so that every test
+			// shows that the cache keeps what the controller reads.
+			informer := inf.pods.Core().V1().Pods().Informer()
+			cached, err := newPodTrimmer(informer.GetIndexer()).trim(o.DeepCopy())
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			add(informer, cached)
 			continue
 		}
 		m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: o.ObjectMeta}
@@ -129,11 +136,19 @@ func (f *fixture) newController(ctx context.Context) *MPIJobController {
 	for _, o := range f.sas {
 		add(inf.labelled.Core().V1().ServiceAccounts().Informer(), o)
 	}
+	// Roles and RoleBindings too go in as their transform leaves them.
+	rbac := func(informer cache.SharedIndexInformer, obj runtime.Object) {
+		cached, err := trimRBAC(obj.DeepCopyObject())
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		add(informer, cached)
+	}
 	for _, o := range f.roles {
-		add(inf.rbac.Rbac().V1().Roles().Informer(), o)
+		rbac(inf.rbac.Rbac().V1().Roles().Informer(), o)
 	}
 	for _, o := range f.bindings {
-		add(inf.rbac.Rbac().V1().RoleBindings().Informer(), o)
+		rbac(inf.rbac.Rbac().V1().RoleBindings().Informer(), o)
 	}
 	for _, o := range f.groups {
 		add(inf.volcano.Scheduling().V1beta1().PodGroups().Informer(), o)

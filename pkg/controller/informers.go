@@ -5,6 +5,7 @@ import (
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -74,16 +75,18 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 		jobs: mpiinformers.NewSharedInformerFactoryWithOptions(mpiClient, resyncNever,
 			mpiinformers.WithNamespace(cfg.Namespace), mpiinformers.WithTransform(trimJob)),
 		pods: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
-			withLabel(labelMPIJobName), informers.WithTransform(trimPod)),
+			withLabel(labelMPIJobName)),
 		labelled: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
 			withLabel(labelApp), informers.WithTransform(trimConfigMap)),
 		rbac: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
-			informers.WithTransform(trimManagedFields)),
+			informers.WithTransform(trimRBAC)),
 		otherPods: metadatainformer.NewFilteredSharedInformerFactory(metaClient, resyncNever, cfg.Namespace,
 			func(o *metav1.ListOptions) { o.LabelSelector = "!" + labelMPIJobName }),
 	}
-	// Set before anything can start the informer, which refuses it after.
+	// Set before anything can start the informers, which refuse them after.
 	_ = inf.otherPodsInformer().Informer().SetTransform(trimPodMetadata)
+	pods := inf.pods.Core().V1().Pods().Informer()
+	_ = pods.SetTransform(newPodTrimmer(pods.GetIndexer()).trim)
 	if volcanoClient != nil && cfg.GangSchedulerName != "" {
 		inf.volcano = volcanoinformers.NewSharedInformerFactoryWithOptions(volcanoClient, resyncNever,
 			volcanoinformers.WithNamespace(cfg.Namespace),
@@ -124,6 +127,30 @@ func trimManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
+// trimRBAC keeps a Role or RoleBinding that an MPIJob controls whole but
+// for its managed fields: the controller updates it from the cached copy.
+// Of any other it keeps the metadata that says whose it is: the controller
+// only needs to know that the name is taken. The informer is not filtered
+// by label, as Roles and RoleBindings that upstream's operator created carry
+// none, and a cluster upgraded in place must still find and update them.
+func trimRBAC(obj any) (any, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return obj, nil
+	}
+	m.SetManagedFields(nil)
+	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == kubeflow.Kind && isKubeflowGroup(ref.APIVersion) {
+		return obj, nil
+	}
+	switch o := obj.(type) {
+	case *rbacv1.Role:
+		return &rbacv1.Role{ObjectMeta: trimmedMeta(&o.ObjectMeta, nil, nil)}, nil
+	case *rbacv1.RoleBinding:
+		return &rbacv1.RoleBinding{ObjectMeta: trimmedMeta(&o.ObjectMeta, nil, nil)}, nil
+	}
+	return obj, nil
+}
+
 // Pod labels and annotations the controller reads; trimPod drops the rest.
 var (
 	keptPodLabels = []string{labelGroupName, labelMPIJobName, labelMPIRole,
@@ -132,33 +159,44 @@ var (
 		elastic.AnnotationHostsHash, elastic.AnnotationDeletionCost}
 )
 
-// trimPod keeps the parts of a pod that the controller reads: its name,
-// identity, owner, deletion, the labels and annotations it selects or marks
-// pods with, the phase and reason, and, for a launcher, how its containers
-// ended. With thousands of workers cached, every dropped field counts.
+// trimPod turns a pod into the cachedPod that the cache keeps: its name,
+// identity, owner, deletion, the labels and annotations the controller
+// selects or marks pods with, the phase and reason, and, for a launcher, how
+// its containers ended. With thousands of workers cached, every dropped field
+// counts.
 func trimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return trimManagedFields(obj)
 	}
-	pod.ObjectMeta = trimmedMeta(&pod.ObjectMeta, keep(pod.Labels, keptPodLabels), keep(pod.Annotations, keptPodAnnotations))
-	var statuses []corev1.ContainerStatus
+	labels := keep(pod.Labels, keptPodLabels)
+	if labels[labelMPIRole] == roleWorker {
+		// The index labels repeat the name's suffix, as the controller
+		// names its workers: without them, the labels of a job's workers
+		// are all the same, and the cache keeps one copy (podTrimmer).
+		jobName := labels[labelMPIJobName]
+		i, ok := workerIndexOf(jobName, pod.Name, labels)
+		fromName, okName := workerIndexOf(jobName, pod.Name, nil)
+		if i == fromName && ok == okName {
+			delete(labels, labelReplicaIndex)
+			delete(labels, common.ReplicaIndexLabel)
+		}
+	}
+	out := &cachedPod{
+		ObjectMeta: trimmedMeta(&pod.ObjectMeta, labels, keep(pod.Annotations, keptPodAnnotations)),
+		Phase:      pod.Status.Phase,
+		Reason:     pod.Status.Reason,
+	}
 	if pod.Labels[labelMPIRole] == roleLauncher {
 		for _, s := range pod.Status.ContainerStatuses {
 			trimmed := corev1.ContainerStatus{Name: s.Name, RestartCount: s.RestartCount}
 			if t := s.State.Terminated; t != nil {
 				trimmed.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
 			}
-			statuses = append(statuses, trimmed)
+			out.ContainerStatuses = append(out.ContainerStatuses, trimmed)
 		}
 	}
-	pod.Spec = corev1.PodSpec{}
-	pod.Status = corev1.PodStatus{
-		Phase:             pod.Status.Phase,
-		Reason:            pod.Status.Reason,
-		ContainerStatuses: statuses,
-	}
-	return pod, nil
+	return out, nil
 }
 
 var podsResource = corev1.SchemeGroupVersion.WithResource("pods")
@@ -234,7 +272,7 @@ const podsByControllerIndex = "mpijob-uid"
 
 // podControllerUID is the index function of podsByControllerIndex.
 func podControllerUID(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := obj.(metav1.Object)
 	if !ok {
 		return nil, nil
 	}

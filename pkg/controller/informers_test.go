@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
@@ -53,21 +54,25 @@ func TestTrimPod(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{ctrl},
 		}
 	}
+	launcherStatuses := []corev1.ContainerStatus{{Name: "c", RestartCount: 2,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}
 	cases := map[string]struct {
-		in   *corev1.Pod
-		want *corev1.Pod
+		in      *corev1.Pod
+		want    *cachedPod
+		wantPod *corev1.Pod // what readers of the cache get
 	}{
 		"worker": {
-			in: full(roleWorker),
-			want: &corev1.Pod{ObjectMeta: trimmedMeta(roleWorker),
+			in:   full(roleWorker),
+			want: &cachedPod{ObjectMeta: trimmedMeta(roleWorker), Phase: corev1.PodFailed, Reason: "Evicted"},
+			wantPod: &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: trimmedMeta(roleWorker),
 				Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"}},
 		},
 		"launcher keeps how its containers ended": {
 			in: full(roleLauncher),
-			want: &corev1.Pod{ObjectMeta: trimmedMeta(roleLauncher),
-				Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
-					ContainerStatuses: []corev1.ContainerStatus{{Name: "c", RestartCount: 2,
-						State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}}},
+			want: &cachedPod{ObjectMeta: trimmedMeta(roleLauncher), Phase: corev1.PodFailed, Reason: "Evicted",
+				ContainerStatuses: launcherStatuses},
+			wantPod: &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: trimmedMeta(roleLauncher),
+				Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", ContainerStatuses: launcherStatuses}},
 		},
 	}
 	for name, tc := range cases {
@@ -77,7 +82,10 @@ func TestTrimPod(t *testing.T) {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("trimmed pod (-want +got):\n%s", diff)
+				t.Errorf("cached pod (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantPod, asPod(got)); diff != "" {
+				t.Errorf("pod read from the cache (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -136,5 +144,50 @@ func TestPodControllerUIDIndex(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s: index values (-want +got):\n%s", tc.name, diff)
 		}
+	}
+}
+
+func TestTrimRBAC(t *testing.T) {
+	job := defaulted(newTestJob("pi", 2))
+	ours := newLauncherRole(job, []string{"pi-worker-0", "pi-worker-1"})
+	ours.Annotations = map[string]string{"note": "kept: an update writes the cached copy back"}
+	ours.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}}
+	want := ours.DeepCopy()
+	want.ManagedFields = nil
+	got, err := trimRBAC(ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a Role the job controls (-want +got):\n%s", diff)
+	}
+	// Upstream's operator labelled none of them; what it created is kept
+	// whole all the same, as its controller is an MPIJob.
+	upstream := newLauncherRoleBinding(job)
+	upstream.Labels = nil
+	if got, _ := trimRBAC(upstream.DeepCopy()); !cmp.Equal(upstream, got) {
+		t.Errorf("a RoleBinding of upstream's operator changed: %s", cmp.Diff(upstream, got))
+	}
+
+	other := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "web-uid", Controller: ptr(true)}
+	foreign := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns", UID: "r-uid", ResourceVersion: "4",
+			Labels: map[string]string{"app": "web"}, OwnerReferences: []metav1.OwnerReference{other}},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}}},
+	}
+	wantForeign := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns", UID: "r-uid",
+		ResourceVersion: "4", OwnerReferences: []metav1.OwnerReference{other}}}
+	got, err = trimRBAC(foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantForeign, got); diff != "" {
+		t.Errorf("a Role of someone else (-want +got):\n%s", diff)
+	}
+	bare := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "admins", Namespace: "ns"},
+		Subjects: []rbacv1.Subject{{Kind: "Group", Name: "admins"}}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "admin"}}
+	got, _ = trimRBAC(bare)
+	if diff := cmp.Diff(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "admins", Namespace: "ns"}}, got); diff != "" {
+		t.Errorf("a RoleBinding of no owner (-want +got):\n%s", diff)
 	}
 }

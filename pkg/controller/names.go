@@ -74,14 +74,20 @@ func workerSelector(job *kubeflow.MPIJob) labels.Selector {
 // workerIndex tells a worker's index from its labels, either key, or else
 // from its name's numeric suffix. ok is false for a pod that has none.
 func workerIndex(job *kubeflow.MPIJob, pod *corev1.Pod) (index int, ok bool) {
+	return workerIndexOf(job.Name, pod.Name, pod.Labels)
+}
+
+// workerIndexOf is workerIndex for the worker podName of the job jobName
+// with podLabels.
+func workerIndexOf(jobName, podName string, podLabels map[string]string) (index int, ok bool) {
 	for _, key := range []string{labelReplicaIndex, common.ReplicaIndexLabel} {
-		if v, found := pod.Labels[key]; found {
+		if v, found := podLabels[key]; found {
 			if i, ok := elastic.ParseIndex(v); ok {
 				return i, true
 			}
 		}
 	}
-	suffix, found := strings.CutPrefix(pod.Name, job.Name+workerInfix)
+	suffix, found := strings.CutPrefix(podName, jobName+workerInfix)
 	if !found {
 		return 0, false
 	}

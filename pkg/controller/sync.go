@@ -280,10 +280,24 @@ func (c *MPIJobController) getWorkers(job *kubeflow.MPIJob) ([]*corev1.Pod, erro
 	}
 	selector := workerSelector(job)
 	out := make([]*corev1.Pod, 0, len(objs))
+	// The pods rebuilt from the cache's records, in one allocation whose
+	// capacity never grows, so that the pointers into it stay valid.
+	var rebuilt []corev1.Pod
 	for _, o := range objs {
-		p, ok := o.(*corev1.Pod)
-		if ok && selector.Matches(labels.Set(p.Labels)) {
-			out = append(out, p)
+		switch p := o.(type) {
+		case *cachedPod:
+			if selector.Matches(labels.Set(p.Labels)) {
+				if rebuilt == nil {
+					rebuilt = make([]corev1.Pod, 0, len(objs))
+				}
+				rebuilt = rebuilt[:len(rebuilt)+1]
+				p.fill(&rebuilt[len(rebuilt)-1])
+				out = append(out, &rebuilt[len(rebuilt)-1])
+			}
+		case *corev1.Pod:
+			if selector.Matches(labels.Set(p.Labels)) {
+				out = append(out, p)
+			}
 		}
 	}
 	// The lister's order is random; acting in name order keeps every sync's

@@ -41,7 +41,7 @@ const (
 func isLeaderGauge(t *testing.T) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	NewMonitoringHandler(&RunningController{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	NewMonitoringHandler(&RunningController{}, false).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	sc := bufio.NewScanner(rec.Body)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "mpi_operator_is_leader "); ok {

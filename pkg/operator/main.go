@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +31,7 @@ func (o *Options) Shared() *Options { return o }
 func (o *Options) ServeOptions(leaseName string, kube kubernetes.Interface) ServeOptions {
 	return ServeOptions{
 		MonitoringPort: o.MonitoringPort,
+		Profiling:      o.Profiling,
 		LeaderElect:    o.LeaderElect,
 		LockNamespace:  o.LockNamespace,
 		LeaseName:      leaseName,
@@ -60,6 +62,12 @@ func Main[O CommandOptions](name string, args []string, stdout, stderr io.Writer
 	if err := opts.Validate(); err != nil {
 		fmt.Fprintf(stderr, "%s: invalid flags:\n%v\n", name, err)
 		return 2
+	}
+	if !opts.Shared().Profiling {
+		// Sampling allocations for the heap profile keeps a record per
+		// sampled call stack for the life of the process; nothing reads
+		// them unless profiles are served.
+		runtime.MemProfileRate = 0
 	}
 	ctx, stop := SignalContext(context.Background())
 	defer stop()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -63,8 +64,9 @@ func (r *RunningController) Healthy() error {
 // operator's metrics of pkg/metrics plus the Go runtime and process
 // collectors) and /healthz. /healthz answers 200 "ok" unless health reports
 // the controller stuck, when it answers 500 with the reason, so that a
-// liveness probe restarts the operator.
-func NewMonitoringHandler(health HealthChecker) http.Handler {
+// liveness probe restarts the operator. With profiling, it also serves the
+// Go runtime's profiles under /debug/pprof/.
+func NewMonitoringHandler(health HealthChecker, profiling bool) http.Handler {
 	reg := prometheus.NewRegistry()
 	metrics.Register(reg)
 	reg.MustRegister(
@@ -83,6 +85,13 @@ func NewMonitoringHandler(health HealthChecker) http.Handler {
 		}
 		_, _ = io.WriteString(w, "ok")
 	})
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 

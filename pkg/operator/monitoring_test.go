@@ -24,7 +24,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestMonitoringServer(t *testing.T) {
-	m, err := StartMonitoring("127.0.0.1:0", NewMonitoringHandler(&RunningController{}))
+	m, err := StartMonitoring("127.0.0.1:0", NewMonitoringHandler(&RunningController{}, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +50,16 @@ func TestMonitoringServer(t *testing.T) {
 	if resp, err := http.Get(base + "/healthz"); err == nil {
 		_ = resp.Body.Close()
 		t.Error("the server still answers after Stop")
+	}
+}
+
+func TestMonitoringProfiling(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		rec := httptest.NewRecorder()
+		NewMonitoringHandler(&RunningController{}, on).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pprof/heap?debug=1", nil))
+		if served := rec.Code == http.StatusOK; served != on {
+			t.Errorf("profiling %v: /debug/pprof/heap = %d", on, rec.Code)
+		}
 	}
 }
 
@@ -92,7 +102,7 @@ func TestHealthz(t *testing.T) {
 			r := &RunningController{}
 			tc.running(r)
 			rec := httptest.NewRecorder()
-			NewMonitoringHandler(r).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+			NewMonitoringHandler(r, false).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 			if rec.Code != tc.wantCode || rec.Body.String() != tc.wantBody {
 				t.Errorf("/healthz = %d %q, want %d %q", rec.Code, rec.Body.String(), tc.wantCode, tc.wantBody)
 			}

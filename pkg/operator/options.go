@@ -54,6 +54,9 @@ type Options struct {
 	GangSchedulerName string
 	// MonitoringPort serves /metrics and /healthz when > 0.
 	MonitoringPort int
+	// Profiling serves the Go runtime's profiles on the monitoring port
+	// and keeps heap profiling on; off, heap profiling is off too.
+	Profiling bool
 	// LockNamespace holds the leader-election Lease.
 	LockNamespace string
 	// QPS and Burst limit the operator's requests to the API server.
@@ -94,6 +97,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, gangHelp string) {
 	fs.StringVar(&o.GangSchedulerName, "gang-scheduling", o.GangSchedulerName, gangHelp)
 	fs.IntVar(&o.MonitoringPort, "monitoring-port", o.MonitoringPort,
 		"Port serving /metrics and /healthz; 0 turns the endpoint off.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling,
+		"Serve the Go runtime's profiles (net/http/pprof) under /debug/pprof/ on the monitoring port. Off, heap profiling is off too, which saves memory.")
 	fs.StringVar(&o.LockNamespace, "lock-namespace", o.LockNamespace,
 		"Namespace of the leader-election Lease (named mpi-operator). It must exist.")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS,
@@ -129,6 +134,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.MonitoringPort < 0 || o.MonitoringPort > 65535 {
 		errs = append(errs, fmt.Errorf("--monitoring-port must be between 1 and 65535, or 0 to turn monitoring off; got %d", o.MonitoringPort))
+	}
+	if o.Profiling && o.MonitoringPort == 0 {
+		errs = append(errs, errors.New("--profiling needs --monitoring-port"))
 	}
 	if o.Namespace != "" {
 		if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {

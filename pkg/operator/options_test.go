@@ -69,4 +69,14 @@ func TestOptionsValidate(t *testing.T) {
 			t.Errorf("errors lack %q:\n%s", want, got)
 		}
 	}
+
+	profiling := NewOptions()
+	profiling.Profiling = true
+	if got := errors.Join(profiling.Validate()...); got == nil || !strings.Contains(got.Error(), "--profiling needs --monitoring-port") {
+		t.Errorf("--profiling without a monitoring port: %v", got)
+	}
+	profiling.MonitoringPort = 8080
+	if errs := profiling.Validate(); len(errs) > 0 {
+		t.Errorf("--profiling with a monitoring port: %v", errs)
+	}
 }

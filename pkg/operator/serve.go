@@ -18,6 +18,9 @@ type ServeOptions struct {
 	// MonitoringPort serves /metrics and /healthz on every interface when
 	// greater than 0.
 	MonitoringPort int
+	// Profiling serves the Go runtime's profiles under /debug/pprof/ on
+	// the monitoring port.
+	Profiling bool
 	// LeaderElect runs the controller only while this replica holds the
 	// Lease LeaseName in LockNamespace; off, it runs at once.
 	LeaderElect   bool
@@ -41,7 +44,7 @@ type ServeOptions struct {
 func Serve(ctx context.Context, o ServeOptions, run func(ctx context.Context, running *RunningController) error) error {
 	running := &RunningController{}
 	if o.MonitoringPort > 0 {
-		mon, err := StartMonitoring(fmt.Sprintf(":%d", o.MonitoringPort), NewMonitoringHandler(running))
+		mon, err := StartMonitoring(fmt.Sprintf(":%d", o.MonitoringPort), NewMonitoringHandler(running, o.Profiling))
 		if err != nil {
 			return err
 		}
