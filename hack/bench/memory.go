@@ -42,8 +42,11 @@ type memoryResult struct {
 	mem   procMemory
 	goMem goMemory
 	cpu   time.Duration
-	log   harness.LogSummary
-	from  time.Time
+	// busy is the CPU the operator, the API server, etcd and the machine
+	// used from the first create until every worker was listed.
+	busy cpuWindow
+	log  harness.LogSummary
+	from time.Time
 
 	// A fresh operator started with the pods in place.
 	restarted    bool
@@ -188,6 +191,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 	res.from = op.Started
 
 	logf("memory: creating %d jobs with %d worker pods in all", res.jobs, res.pods)
+	res.busy.begin(op, cl)
 	res.start = time.Now()
 	left := res.pods
 	for i := range res.jobs {
@@ -238,6 +242,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 		}
 	}
 	res.end = time.Now()
+	res.busy.end(op)
 	res.created, res.running, res.listed = c.created, c.running, c.listed
 	if res.complete {
 		logf("memory: all %d workers listed after %s", res.pods, res.allListed.Sub(res.start).Round(time.Second))

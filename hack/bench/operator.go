@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -170,6 +171,47 @@ type cpuWindow struct {
 	apiserverPID, etcdPID                    int
 	// load is the machine's load average at the end of the window.
 	load string
+	// machine: the share of the machine's CPU time (all cores) that was
+	// busy in the window, from /proc/stat; machineOK is false when it
+	// could not be read.
+	machine                float64
+	machineOK              bool
+	startBusy, startAllCPU uint64
+}
+
+// machineCPU reads the machine's busy and total CPU time (in clock ticks,
+// all cores) from the first line of /proc/stat.
+func machineCPU() (busy, total uint64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseMachineStat(string(b))
+}
+
+// parseMachineStat reads "cpu  user nice system idle iowait irq softirq
+// steal ...": idle and iowait are the idle time, the rest is busy.
+func parseMachineStat(stat string) (busy, total uint64, err error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("no cpu line in /proc/stat: %q", line)
+	}
+	var idle uint64
+	for i, v := range f[1:] {
+		if i >= 8 { // guest time is counted in user already
+			break
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		total += n
+		if i == 3 || i == 4 {
+			idle += n
+		}
+	}
+	return total - idle, total, nil
 }
 
 func (w *cpuWindow) begin(op *harness.Operator, cl *cluster) {
@@ -186,6 +228,8 @@ func (w *cpuWindow) begin(op *harness.Operator, cl *cluster) {
 		w.startEtcd, err = procCPU(w.etcdPID)
 		w.etcdOK = err == nil
 	}
+	w.startBusy, w.startAllCPU, err = machineCPU()
+	w.machineOK = err == nil
 }
 
 func (w *cpuWindow) end(op *harness.Operator) {
@@ -205,10 +249,19 @@ func (w *cpuWindow) end(op *harness.Operator) {
 	read(op.PID, w.startOperator, &w.operatorOK, &w.operator)
 	read(w.apiserverPID, w.startAPIServer, &w.apiserverOK, &w.apiserver)
 	read(w.etcdPID, w.startEtcd, &w.etcdOK, &w.etcd)
+	if w.machineOK {
+		busy, total, err := machineCPU()
+		if err != nil || total <= w.startAllCPU {
+			w.machineOK = false
+			return
+		}
+		w.machine = float64(busy-w.startBusy) / float64(total-w.startAllCPU)
+	}
 }
 
-// String is "operator 3.20 s, kube-apiserver 10.1 s, etcd 2.00 s in 40 s
-// (load average at the end 1.9, 1.2, 0.8)".
+// String is "operator 3.20 s, kube-apiserver 10.1 s, etcd 2.00 s of CPU in
+// 40 s; the machine's CPU 80% busy (2 cores) (load average at the end 1.9,
+// 1.2, 0.8)".
 func (w cpuWindow) String() string {
 	if w.to.IsZero() {
 		return "not measured"
@@ -219,9 +272,13 @@ func (w cpuWindow) String() string {
 		}
 		return fmt.Sprintf("%s %.2f s", name, d.Seconds())
 	}
-	return fmt.Sprintf("%s, %s, %s of CPU in %s (load average at the end %s)",
+	machine := "the machine's CPU not measured"
+	if w.machineOK {
+		machine = fmt.Sprintf("the machine's CPU %.0f%% busy (%d cores)", 100*w.machine, runtime.NumCPU())
+	}
+	return fmt.Sprintf("%s, %s, %s of CPU in %s; %s (load average at the end %s)",
 		cell("operator", w.operator, w.operatorOK), cell("kube-apiserver", w.apiserver, w.apiserverOK),
-		cell("etcd", w.etcd, w.etcdOK), harness.FmtDur(w.to.Sub(w.from)), w.load)
+		cell("etcd", w.etcd, w.etcdOK), harness.FmtDur(w.to.Sub(w.from)), machine, w.load)
 }
 
 // histogram is a Prometheus histogram as the text format gives it.

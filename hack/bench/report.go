@@ -254,6 +254,7 @@ func (r *report) writeMemory(b *strings.Builder, m *memoryResult) {
 	t.Add("operator RSS at the end", fmtMiB(m.mem.RSS), "")
 	t.Add("operator Go memory at the end", m.goMem.String(), "")
 	t.Add("operator CPU time bringing the pods up", harness.FmtDur(m.cpu), "")
+	t.Add("CPU time from the first create until every worker was listed", m.busy.String(), "")
 	if m.audit != nil {
 		up := countRequests(m.audit, m.from, m.end)
 		t.Add("operator API writes bringing the pods up", breakdown(up.writes), "")

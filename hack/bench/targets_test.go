@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -177,8 +178,8 @@ func TestStepArithmetic(t *testing.T) {
 func TestCPUWindowString(t *testing.T) {
 	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w := cpuWindow{from: from, to: from.Add(40 * time.Second), operator: 3200 * time.Millisecond, operatorOK: true,
-		apiserver: 10 * time.Second, apiserverOK: true, load: "1.90, 1.20, 0.80"}
-	want := "operator 3.20 s, kube-apiserver 10.00 s, etcd not measured of CPU in 40.00 s (load average at the end 1.90, 1.20, 0.80)"
+		apiserver: 10 * time.Second, apiserverOK: true, load: "1.90, 1.20, 0.80", machine: 0.874, machineOK: true}
+	want := fmt.Sprintf("operator 3.20 s, kube-apiserver 10.00 s, etcd not measured of CPU in 40.00 s; the machine's CPU 87%% busy (%d cores) (load average at the end 1.90, 1.20, 0.80)", runtime.NumCPU())
 	if got := w.String(); got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
@@ -345,7 +346,7 @@ func TestTargets(t *testing.T) {
 		), 100, 60),
 		bigjob: bigSteps([3]int64{5000, 5000, 5_000_000}, [3]int64{1000, 1000, 1_000_000}, [3]int64{1000, 1000, 1_000_000}, true),
 	}
-	wantGood := []string{metYes, metYes, metYes, metYes, metYes, metNA, metYes, metYes, metYes, metYes, metYes, metYes, metYes}
+	wantGood := []string{metYes, metYes, metYes, metNA, metYes, metYes, metNA, metYes, metYes, metYes, metYes, metYes, metYes, metYes}
 
 	bad := &report{
 		o:                &options{loadJobs: 200, loadResizes: 400, loadRate: 16, bigWorkers: 5000, bigStep: 1000, operatorArgs: []string{"--kube-api-qps=400"}},
@@ -361,10 +362,10 @@ func TestTargets(t *testing.T) {
 		), 100, 60),
 		bigjob: bigSteps([3]int64{5000, 5000, 5_000_000}, [3]int64{1000, 4000, 1_000_000}, [3]int64{1000, 1000, 9_000_000}, true),
 	}
-	wantBad := []string{metNo, metNo, metNo, metNo, metNo, metNA, metNo, metNo, metNo, metNo, metNo, metNo, metNo}
+	wantBad := []string{metNo, metNo, metNo, metNA, metNo, metNo, metNA, metNo, metNo, metNo, metNo, metNo, metNo, metNo}
 
 	none := &report{o: &options{loadJobs: 200, loadResizes: 400, loadRate: 16, bigWorkers: 5000, bigStep: 1000}}
-	wantNone := slices.Repeat([]string{metNA}, 13)
+	wantNone := slices.Repeat([]string{metNA}, 14)
 
 	limited := &report{
 		o:                &options{operatorEnv: []string{"GOMEMLIMIT=64MiB"}},
@@ -372,7 +373,7 @@ func TestTargets(t *testing.T) {
 		memory:           memoryRun(10000, 52*time.Second, 60*time.Second, 60500*time.Millisecond, fast, 60*mib, 50*mib),
 		latency:          latencyRun(fast, fast, nil, 100, 0), // no audit log
 	}
-	wantLimited := []string{metYes, metYes, metYes, metNA, metNA, metNA, metNA, metNA, metNA, metNA, metNA, metNA, metNA}
+	wantLimited := []string{metYes, metYes, metYes, metNA, metNA, metNA, metNA, metNA, metNA, metNA, metNA, metNA, metNA, metNA}
 
 	small := &report{
 		o:                &options{},
@@ -420,5 +421,16 @@ func TestFmtThousands(t *testing.T) {
 		if got := fmtThousands(n); got != want {
 			t.Errorf("fmtThousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestParseMachineStat(t *testing.T) {
+	busy, total, err := parseMachineStat("cpu  100 5 50 800 20 3 2 1 7 0\ncpu0 50 2 25 400 10 1 1 0 0 0\n")
+	// user nice system idle iowait irq softirq steal; guest is in user.
+	if err != nil || busy != 161 || total != 981 {
+		t.Errorf("busy %d, total %d, %v; want 161, 981", busy, total, err)
+	}
+	if _, _, err := parseMachineStat("intr 1 2 3\n"); err == nil {
+		t.Error("no error without a cpu line")
 	}
 }
