@@ -92,6 +92,9 @@ type MPIJobController struct {
 	countChanges countChanges
 	// cmWrites paces the ConfigMap writes that add hosts (configmap.go).
 	cmWrites configMapWrites
+	// refreshes remembers the launcher refreshes the cache has yet to
+	// show (launcher.go).
+	refreshes launcherRefreshes
 	// scaleSteps keeps one event per scale step (pods.go).
 	scaleSteps scaleSteps
 }

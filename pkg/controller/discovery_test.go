@@ -347,3 +347,52 @@ func TestDiscoveryWritesThroughTheListingClient(t *testing.T) {
 		t.Errorf("writes of the listing client (-want +got):\n%s", diff)
 	}
 }
+
+// TestLauncherRefreshIsNoExpectation: the launcher's refresh leaves the
+// job nothing to wait for, so the next Running worker is listed at once,
+// and a sync on a cache that does not show the refresh yet does not send it
+// again.
+func TestLauncherRefreshIsNoExpectation(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+	ctx, c := f.readyController(nil)
+	if err := c.syncDiscovery(ctx, jobKey(job)); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
+	if c.expectations.Changing(jobKey(job)) || !c.expectations.Satisfied(jobKey(job)) {
+		t.Error("the launcher's refresh is waited for")
+	}
+
+	// The cache shows the new files, and the launcher as it was.
+	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
+	if err := f.inf.labelled.Core().V1().ConfigMaps().Informer().GetIndexer().Update(cm); err != nil {
+		t.Fatal(err)
+	}
+	f.kubeClient.ClearActions()
+	if err := c.syncDiscovery(ctx, jobKey(job)); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites()
+
+	// Once the cache shows another version of the launcher, without the
+	// hash (a write of someone else's), it is sent again.
+	launcher, err := c.podLister.Pods("ns").Get("pi-launcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	launcher = launcher.DeepCopy()
+	launcher.ResourceVersion = "99"
+	informer := f.inf.pods.Core().V1().Pods().Informer()
+	cached, err := newPodTrimmer(informer.GetIndexer()).trim(launcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := informer.GetIndexer().Update(cached); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.syncDiscovery(ctx, jobKey(job)); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites(patchPod("pi-launcher"))
+}

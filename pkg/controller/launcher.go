@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
 	"strings"
+	"sync"
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -164,12 +166,51 @@ func (c *MPIJobController) refreshLauncher(ctx context.Context, w writePath, job
 		launcher.Annotations[elastic.AnnotationHostsHash] == hash {
 		return launcher, nil
 	}
-	patched, err := w.pods.Annotate(ctx, owner(job), launcher, elastic.AnnotationHostsHash, hash)
+	key := jobKey(job)
+	if c.refreshes.pending(key, launcher, hash) {
+		return launcher, nil
+	}
+	// The refresh is no expectation: no sync decides anything on the
+	// launcher's hash, so none waits for the cache to show it (under a
+	// busy API server that wait held the listing of the job's next
+	// workers back); refreshes remembers it instead, against a repeat.
+	patched, err := w.pods.AnnotateUntracked(ctx, launcher, elastic.AnnotationHostsHash, hash)
 	if err != nil {
 		return launcher, fmt.Errorf("annotating launcher: %w", err)
 	}
+	if patched != nil {
+		c.refreshes.done(key, launcher, hash)
+	}
 	return patched, nil
 }
+
+// launcherRefreshes remembers, per job, the last refresh of its launcher:
+// which version of the pod it was sent for and the hash it set.
+type launcherRefreshes struct{ last sync.Map } // job key -> launcherRefresh
+
+type launcherRefresh struct {
+	uid             types.UID
+	resourceVersion string
+	hash            string
+}
+
+func (r *launcherRefreshes) done(key string, launcher *corev1.Pod, hash string) {
+	r.last.Store(key, launcherRefresh{uid: launcher.UID, resourceVersion: launcher.ResourceVersion, hash: hash})
+}
+
+// pending tells whether hash was sent to this launcher already, and the
+// cache still shows the version of the pod it was sent for: a refresh
+// whose event has yet to come.
+func (r *launcherRefreshes) pending(key string, launcher *corev1.Pod, hash string) bool {
+	v, ok := r.last.Load(key)
+	if !ok {
+		return false
+	}
+	last := v.(launcherRefresh)
+	return last.uid == launcher.UID && last.resourceVersion == launcher.ResourceVersion && last.hash == hash
+}
+
+func (r *launcherRefreshes) forget(key string) { r.last.Delete(key) }
 
 // minReadyWorkers is how many workers the launcher waits for before it
 // starts: all of them, or an elastic job's minimum.

@@ -55,6 +55,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 		c.countChanges.Forget(key)
 		c.scaleSteps.forget(key)
 		c.cmWrites.forget(key)
+		c.refreshes.forget(key)
 		return 0, nil
 	}
 	if err != nil {

@@ -50,25 +50,41 @@ func (w *PodWrites) Create(ctx context.Context, owner Owner, pod *corev1.Pod) (*
 // Annotate sets one annotation of one of the owner's pods. A pod that is
 // gone already needs none: it returns nil and no error.
 func (w *PodWrites) Annotate(ctx context.Context, owner Owner, pod *corev1.Pod, name, value string) (*corev1.Pod, error) {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{name: value}}})
-	if err != nil {
-		return nil, err
-	}
 	key := ownerKey(owner)
 	w.Expectations.ExpectChange(key, pod.UID, ShowsAnnotation(name, value))
-	patched, err := w.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
+	patched, err := w.annotate(ctx, pod, name, value)
+	if err != nil || patched == nil {
 		w.Expectations.ObserveGone(key, pod.UID)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("annotating pod %s: %w", pod.Name, err)
+		return nil, err
 	}
 	if cached, err := w.Lister.Pods(pod.Namespace).Get(pod.Name); err == nil && cached.UID == pod.UID {
 		// The cache may show the result already: an event came before this
 		// check did, or the patch changed nothing (another write had set
 		// the same value) and no event will come.
 		w.Expectations.Observe(key, cached)
+	}
+	return patched, nil
+}
+
+// AnnotateUntracked is Annotate without an expectation, for a change that
+// no sync decides anything on (a nudge to the kubelet, say): no sync waits
+// for the cache to show it, and the caller must keep a repeat from a stale
+// cache cheap or avoid it itself.
+func (w *PodWrites) AnnotateUntracked(ctx context.Context, pod *corev1.Pod, name, value string) (*corev1.Pod, error) {
+	return w.annotate(ctx, pod, name, value)
+}
+
+func (w *PodWrites) annotate(ctx context.Context, pod *corev1.Pod, name, value string) (*corev1.Pod, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{name: value}}})
+	if err != nil {
+		return nil, err
+	}
+	patched, err := w.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("annotating pod %s: %w", pod.Name, err)
 	}
 	return patched, nil
 }

@@ -88,6 +88,21 @@ func TestPodWritesAnnotate(t *testing.T) {
 	}
 }
 
+func TestPodWritesAnnotateUntracked(t *testing.T) {
+	pod := ownedPod("job-launcher", "uid-l")
+	w, _ := podWritesFixture(t, []runtime.Object{pod})
+	patched, err := w.AnnotateUntracked(context.Background(), pod, "a", "b")
+	if err != nil || patched == nil || patched.Annotations["a"] != "b" {
+		t.Fatalf("AnnotateUntracked: %v, %v", patched, err)
+	}
+	if !w.Expectations.Satisfied("ns/job") || w.Expectations.Changing("ns/job") {
+		t.Error("an untracked patch left an expectation")
+	}
+	if patched, err := w.AnnotateUntracked(context.Background(), ownedPod("job-worker-9", "uid-9"), "a", "b"); patched != nil || err != nil {
+		t.Errorf("annotating a pod that is gone: %v, %v; want nothing", patched, err)
+	}
+}
+
 // A patch that the cache shows already (or that changed nothing) settles
 // its expectation at once; a pod of the same name with another UID does
 // not.
