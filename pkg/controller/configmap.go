@@ -37,7 +37,7 @@ func (c *MPIJobController) syncConfigMap(ctx context.Context, w writePath, job *
 		cur = nil
 	}
 	now := c.clock.Now()
-	if cur != nil && onlyAddsHosts(cur, want) {
+	if cur != nil && elastic.OnlyAddsHosts(cur.Data[discoverHostsKey], want.Data[discoverHostsKey]) {
 		if wait := c.cmWrites.wait(key, now); wait > 0 {
 			klog.FromContext(ctx).V(4).Info("Adding hosts held back", "wait", wait)
 			c.discoveryQueue.AddAfter(key, wait)
@@ -49,22 +49,6 @@ func (c *MPIJobController) syncConfigMap(ctx context.Context, w writePath, job *
 		c.cmWrites.wrote(key, now, dataBytes(written))
 	}
 	return written, err
-}
-
-// onlyAddsHosts tells whether want's discover_hosts.sh lists every host
-// cur's does and more.
-func onlyAddsHosts(cur, want *corev1.ConfigMap) bool {
-	before := elastic.ParseDiscoverHosts(cur.Data[discoverHostsKey])
-	after := elastic.ParseDiscoverHosts(want.Data[discoverHostsKey])
-	if len(after) <= len(before) {
-		return false
-	}
-	for h := range before {
-		if !after[h] {
-			return false
-		}
-	}
-	return true
 }
 
 func dataBytes(cm *corev1.ConfigMap) int {

@@ -84,7 +84,7 @@ func TestOnlyAddsHosts(t *testing.T) {
 		{"swaps one and adds one", cm("a", "b"), cm("a", "c", "d"), false},
 	}
 	for _, tc := range cases {
-		if got := onlyAddsHosts(tc.cur, tc.want); got != tc.adds {
+		if got := elastic.OnlyAddsHosts(tc.cur.Data[discoverHostsKey], tc.want.Data[discoverHostsKey]); got != tc.adds {
 			t.Errorf("%s: onlyAddsHosts = %t, want %t", tc.name, got, tc.adds)
 		}
 	}

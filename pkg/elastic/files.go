@@ -75,12 +75,22 @@ func hostfileOnlyGains(cur, want map[string]string) bool {
 			return false
 		}
 	}
-	before, after := lines(cur[HostfileKey]), lines(want[HostfileKey])
+	return gains(lines(cur[HostfileKey]), lines(want[HostfileKey]))
+}
+
+// OnlyAddsHosts tells whether the discover_hosts.sh want lists every host
+// that cur lists, and more.
+func OnlyAddsHosts(cur, want string) bool {
+	return gains(ParseDiscoverHosts(cur), ParseDiscoverHosts(want))
+}
+
+// gains tells whether after holds every member of before, and more.
+func gains(before, after map[string]bool) bool {
 	if len(after) <= len(before) {
 		return false
 	}
-	for l := range before {
-		if !after[l] {
+	for m := range before {
+		if !after[m] {
 			return false
 		}
 	}
