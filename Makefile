@@ -168,7 +168,7 @@ demo-v2: build prereqs
 	hack/demo-v2.sh
 
 # hack/bench (hack/bench/README.md): the operator against its targets on a
-# control plane of its own; bench about 25 minutes on 2 cores, bench-v2
+# control plane of its own; bench about 9 minutes on 2 cores, bench-v2
 # about 7.
 bench: testbin build
 	$(GO) run ./hack/bench --scenarios latency,load,memory,bigjob
