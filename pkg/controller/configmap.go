@@ -36,12 +36,13 @@ func (c *MPIJobController) syncConfigMap(ctx context.Context, w writePath, job *
 		cur = nil
 	}
 	now := c.clock.Now()
-	if cur != nil && elastic.OnlyAddsHosts(cur.Data[discoverHostsKey], want.Data[discoverHostsKey]) {
-		if wait := c.cmWrites.wait(key, now); wait > 0 {
-			klog.FromContext(ctx).V(4).Info("Adding hosts held back", "wait", wait)
-			c.discoveryQueue.AddAfter(key, wait)
-			return cur, nil
-		}
+	// The cheap test first: most syncs come long after the last write,
+	// and the scripts of a large job take a while to parse.
+	if wait := c.cmWrites.wait(key, now); wait > 0 && cur != nil &&
+		elastic.OnlyAddsHosts(cur.Data[discoverHostsKey], want.Data[discoverHostsKey]) {
+		klog.FromContext(ctx).V(4).Info("Adding hosts held back", "wait", wait)
+		c.discoveryQueue.AddAfter(key, wait)
+		return cur, nil
 	}
 	written, err := reconcile.Ensure(ctx, owner(job), c.configMapChild(w.kube, job), want)
 	if err == nil && written != cur { // the same object: nothing written

@@ -75,12 +75,18 @@ func hostfileOnlyGains(cur, want map[string]string) bool {
 			return false
 		}
 	}
+	if cur[HostfileKey] == want[HostfileKey] {
+		return false
+	}
 	return gains(lines(cur[HostfileKey]), lines(want[HostfileKey]))
 }
 
 // OnlyAddsHosts tells whether the discover_hosts.sh want lists every host
 // that cur lists, and more.
 func OnlyAddsHosts(cur, want string) bool {
+	if cur == want {
+		return false
+	}
 	return gains(ParseDiscoverHosts(cur), ParseDiscoverHosts(want))
 }
 
