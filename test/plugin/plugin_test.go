@@ -37,6 +37,18 @@ func submit(t *testing.T, name string, workers, maxWorkers, gpus int) {
 		t.Fatalf("submit printed %q, want %q", out, want)
 	}
 	waitWorkers(t, name, workers, workers)
+	// The workers are listed as they run, a moment before the status
+	// says the job runs, which the tests read next.
+	running := regexp.MustCompile(`(?m)^Status:\s+Running$`)
+	err := eventually(func() error {
+		if r := plugin(t, "get", name); !running.MatchString(r.stdout) {
+			return fmt.Errorf("get %s shows no Running status:\n%s", name, r)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // remove deletes a job, if it is still there, and waits until its pods
