@@ -55,16 +55,12 @@ func trimJob(obj any) (any, error) {
 	return job, nil
 }
 
-// leaveForeignJob reports whether the job was written through another API
-// version and is to be left alone; the main sync passes warn to say so in
-// an event.
-func (c *MPIJobController) leaveForeignJob(job *kubeflow.MPIJob, warn bool) bool {
-	v, found := foreignAPIVersion(job)
-	if found && warn {
-		c.recorder.Eventf(job, corev1.EventTypeWarning, eventUnsupportedAPIVersion,
-			"MPIJob %s/%s was written through %s; this operator runs %s MPIJobs and leaves it alone. "+
-				"Run it with an operator of %s, or create it again through %s",
-			job.Namespace, job.Name, v, kubeflow.SchemeGroupVersion, v, kubeflow.SchemeGroupVersion)
-	}
-	return found
+// warnForeignJob tells, in a Warning event, that the job was written
+// through another API version and is left alone.
+func (c *MPIJobController) warnForeignJob(job *kubeflow.MPIJob) {
+	v, _ := foreignAPIVersion(job)
+	c.recorder.Eventf(job, corev1.EventTypeWarning, eventUnsupportedAPIVersion,
+		"MPIJob %s/%s was written through %s; this operator runs %s MPIJobs and leaves it alone. "+
+			"Run it with an operator of %s, or create it again through %s",
+		job.Namespace, job.Name, v, kubeflow.SchemeGroupVersion, v, kubeflow.SchemeGroupVersion)
 }

@@ -41,9 +41,13 @@ import (
 //     through a client whose rate limit is their own, and the fast path
 //     plans them as the main sync did (the files name them already; the
 //     script lists running workers only);
-//   - it leaves the job alone before its files exist, once it has
-//     finished, while its spec is invalid, and when it has been below
-//     minReplicas for too long.
+//   - it takes the main sync's early exits, from the same function
+//     (checkJob), so that it leaves alone every job the main sync would
+//     only fail, hold or wind down: deleted, finished, past its deadline,
+//     ended by its launcher, a fixed job with an evicted worker, an invalid
+//     spec, a name someone else holds, below minReplicas for too long;
+//   - besides, it leaves a job alone before its files exist: the main
+//     sync creates them.
 //
 // A conflict (the cache is a moment behind the main sync's own ConfigMap
 // write), like pod writes not in the cache yet, is retried a few times with
@@ -129,7 +133,7 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 		return nil
 	}
 	shared, err := c.jobLister.MPIJobs(ns).Get(name)
-	if err != nil || shared.DeletionTimestamp != nil || isFinished(&shared.Status) || c.leaveForeignJob(shared, false) {
+	if err != nil {
 		return nil
 	}
 	if c.expectations.Changing(key) {
@@ -139,43 +143,46 @@ func (c *MPIJobController) syncDiscovery(ctx context.Context, key string) error 
 		// left to the main sync anyway.)
 		return errNotSettled
 	}
-	cm, err := c.cmLister.ConfigMaps(ns).Get(configMapName(shared))
-	if err != nil || !metav1.IsControlledBy(cm, shared) {
+	if !c.hasConfigMap(shared) {
 		logger.V(4).Info("Discovery left to the main sync", "reason", "no ConfigMap")
 		return nil
 	}
-	job := shared.DeepCopy()
-	kubeflow.SetDefaults_MPIJob(job)
-	if len(validateJob(job)) > 0 {
+	now := metav1.NewTime(c.clock.Now())
+	obs, exit, err := c.checkJob(shared, now)
+	if err != nil || exit != exitNone {
+		// The main sync, which has the same event, records why.
+		logger.V(4).Info("Discovery left to the main sync", "reason", exit, "err", err)
 		return nil
 	}
-	pods, err := c.getWorkers(job)
-	if err != nil {
-		return nil
-	}
-	ws := toWorkers(job, pods)
-	now := c.clock.Now()
-	recorded := elastic.ParseState(cm.Annotations)
-	plan := elastic.PlanWorkers(workerSpec(job), ws, recorded.NextIndex, c.workerNameHolder(job), now)
-	clock := minReplicasClock(job, ws, recorded, now)
-	if clock.Expired() {
-		logger.V(4).Info("Discovery left to the main sync", "reason", "below minReplicas for too long")
-		return nil
-	}
-	if err := c.markDraining(ctx, c.listing, job, plan.Drain, metav1.NewTime(now)); err != nil {
+	return c.listWorkers(ctx, obs, now)
+}
+
+// hasConfigMap tells whether the cache shows the job's ConfigMap: the fast
+// path only updates it, the main sync creates it.
+func (c *MPIJobController) hasConfigMap(job *kubeflow.MPIJob) bool {
+	cm, err := c.cmLister.ConfigMaps(job.Namespace).Get(configMapName(job))
+	return err == nil && metav1.IsControlledBy(cm, job)
+}
+
+// listWorkers carries out the first steps of the main sync's plan for a
+// job that checkJob let through: drain marks, the files, the launcher's
+// refresh.
+func (c *MPIJobController) listWorkers(ctx context.Context, obs *observed, now metav1.Time) error {
+	job := obs.job
+	plan := elastic.PlanWorkers(workerSpec(job), obs.workers, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
+	if err := c.markDraining(ctx, c.listing, job, plan.Drain, now); err != nil {
 		return err
 	}
-	state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: clock.Since}
+	state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: obs.belowMin.Since}
 	written, err := c.syncConfigMap(ctx, c.listing, job, plan.Hosts, state)
 	if err != nil {
 		return err
 	}
-	logger.V(4).Info("Discovery synced", "running", plan.Hosts.Running)
-	c.observeDiscovery(ws, plan.Hosts.Running)
-	launcher, err := c.getLauncher(job)
-	if err != nil || launcher == nil {
+	klog.FromContext(ctx).V(4).Info("Discovery synced", "running", plan.Hosts.Running)
+	c.observeDiscovery(obs.workers, plan.Hosts.Running)
+	if obs.launcher == nil {
 		return nil
 	}
-	_, err = c.refreshLauncher(ctx, c.listing, job, launcher, elastic.HostsHash(written.Data[discoverHostsKey]))
+	_, err = c.refreshLauncher(ctx, c.listing, job, obs.launcher, elastic.HostsHash(written.Data[discoverHostsKey]))
 	return err
 }

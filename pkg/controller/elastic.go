@@ -25,21 +25,18 @@ const (
 	eventWorkerReplaced       = "WorkerReplaced"
 )
 
-// trackMinReplicas keeps the clock of an elastic job whose running workers
-// are fewer than minReplicas, and fails the job once that has lasted longer
-// than minReplicasTimeoutSeconds. It returns the state to record on the
-// ConfigMap and how long until the job would fail.
-func (c *MPIJobController) trackMinReplicas(job *kubeflow.MPIJob, ws []elastic.Worker, recorded elastic.State, nextIndex int, now metav1.Time) (elastic.State, time.Duration) {
-	clock := minReplicasClock(job, ws, recorded, now.Time)
-	state := elastic.State{NextIndex: nextIndex, BelowMinSince: clock.Since}
+// checkMinReplicas fails an elastic job whose running workers have been
+// fewer than minReplicas for longer than minReplicasTimeoutSeconds, as
+// clock tells.
+func (c *MPIJobController) checkMinReplicas(job *kubeflow.MPIJob, clock elastic.MinReplicasClock, now metav1.Time) bool {
 	if !clock.Expired() {
-		return state, clock.Left
+		return false
 	}
 	ep := job.Spec.ElasticPolicy
 	msg := fmt.Sprintf("MPIJob %s/%s has had %d running worker(s), fewer than minReplicas %d, for longer than minReplicasTimeoutSeconds (%ds).",
 		job.Namespace, job.Name, clock.Running, *ep.MinReplicas, *ep.MinReplicasTimeoutSeconds)
 	c.failJob(job, reasonWorkersBelowMinimum, msg, now)
-	return state, 0
+	return true
 }
 
 // minReplicasClock is where a job stands against its minReplicas: the clock

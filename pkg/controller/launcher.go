@@ -19,11 +19,12 @@ import (
 
 const reasonPodEvicted = "Evicted"
 
-// checkLauncherOutcome acts on a launcher that has ended or restarts too
-// often. It reports whether the job has finished.
-func (c *MPIJobController) checkLauncherOutcome(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, now metav1.Time) (bool, error) {
+// checkLauncherOutcome records in the job's status what a launcher that
+// has ended or restarts too often means for the job. It reports whether
+// the job has finished.
+func (c *MPIJobController) checkLauncherOutcome(job *kubeflow.MPIJob, launcher *corev1.Pod, now metav1.Time) bool {
 	if launcher == nil || launcher.DeletionTimestamp != nil {
-		return false, nil
+		return false
 	}
 	spec := job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher]
 	limit := backoffLimit(job)
@@ -33,19 +34,19 @@ func (c *MPIJobController) checkLauncherOutcome(ctx context.Context, job *kubefl
 		if setCondition(&job.Status, common.JobSucceeded, reasonSucceeded, msg, now) {
 			job.Status.CompletionTime = &now
 		}
-		return true, nil
+		return true
 	case corev1.PodFailed:
-		return c.launcherFailed(ctx, job, launcher, spec, limit, now)
+		return c.launcherFailed(job, launcher, spec, limit, now)
 	}
 	if limit != nil && spec.RestartPolicy != common.RestartPolicyNever && spec.RestartPolicy != common.RestartPolicyExitCode {
 		if restarts := containerRestarts(launcher); restarts > *limit {
 			msg := fmt.Sprintf("MPIJob %s/%s has failed: its launcher restarted %d times, more than backoffLimit %d.",
 				job.Namespace, job.Name, restarts, *limit)
 			c.failJob(job, reasonBackoffLimitExceeded, msg, now)
-			return true, nil
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // launcherFailed restarts a failed launcher when it may be restarted and
@@ -57,17 +58,14 @@ func (c *MPIJobController) checkLauncherOutcome(ctx context.Context, job *kubefl
 // A restart is recorded before the pod goes, as the Job controller records
 // a failure before it acts: this sync counts the failure and sets the
 // Restarting condition, naming the pod's UID; the sync that sees that status
-// in the cache deletes the pod, and the next one creates a new launcher. A
-// status write that is lost or conflicts thus never leaves a deleted
-// launcher uncounted, and backoffLimit holds.
-func (c *MPIJobController) launcherFailed(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod,
-	spec *common.ReplicaSpec, limit *int32, now metav1.Time) (bool, error) {
+// in the cache deletes the pod (launcherRestartRecorded), and the next one
+// creates a new launcher. A status write that is lost or conflicts thus
+// never leaves a deleted launcher uncounted, and backoffLimit holds.
+func (c *MPIJobController) launcherFailed(job *kubeflow.MPIJob, launcher *corev1.Pod,
+	spec *common.ReplicaSpec, limit *int32, now metav1.Time) bool {
 	rs := replicaStatus(&job.Status, kubeflow.MPIReplicaTypeLauncher)
-	tag := fmt.Sprintf("(launcher pod uid %s)", launcher.UID)
-	if cond := findCondition(&job.Status, common.JobRestarting); cond != nil &&
-		cond.Status == corev1.ConditionTrue && strings.Contains(cond.Message, tag) {
-		// The restart is recorded: the pod may go now.
-		return false, c.pods.Delete(ctx, owner(job), launcher)
+	if launcherRestartRecorded(job, launcher) {
+		return false
 	}
 	evicted := launcher.Status.Reason == reasonPodEvicted
 	code, exited := exitCode(job, launcher)
@@ -78,9 +76,9 @@ func (c *MPIJobController) launcherFailed(ctx context.Context, job *kubeflow.MPI
 		if evicted {
 			reason, why = reasonEvicted, fmt.Sprintf("eviction (failure %d)", rs.Failed)
 		}
-		msg := fmt.Sprintf("MPIJob %s/%s is restarting its launcher after %s %s.", job.Namespace, job.Name, why, tag)
+		msg := fmt.Sprintf("MPIJob %s/%s is restarting its launcher after %s %s.", job.Namespace, job.Name, why, launcherTag(launcher))
 		setCondition(&job.Status, common.JobRestarting, reason, msg, now)
-		return false, nil
+		return false
 	}
 	reason, msg := reasonFailed, fmt.Sprintf("MPIJob %s/%s has failed", job.Namespace, job.Name)
 	switch {
@@ -93,7 +91,23 @@ func (c *MPIJobController) launcherFailed(ctx context.Context, job *kubeflow.MPI
 	if c.failJob(job, reason, msg+".", now) {
 		rs.Failed++
 	}
-	return true, nil
+	return true
+}
+
+// launcherTag names a launcher pod in the Restarting condition's message.
+func launcherTag(launcher *corev1.Pod) string {
+	return fmt.Sprintf("(launcher pod uid %s)", launcher.UID)
+}
+
+// launcherRestartRecorded tells whether the status already records the
+// restart of this failed launcher: its failure is counted, and the pod may
+// go.
+func launcherRestartRecorded(job *kubeflow.MPIJob, launcher *corev1.Pod) bool {
+	if launcher == nil || launcher.DeletionTimestamp != nil || launcher.Status.Phase != corev1.PodFailed {
+		return false
+	}
+	cond := findCondition(&job.Status, common.JobRestarting)
+	return cond != nil && cond.Status == corev1.ConditionTrue && strings.Contains(cond.Message, launcherTag(launcher))
 }
 
 func backoffLimit(job *kubeflow.MPIJob) *int32 {

@@ -37,26 +37,24 @@ func deadlineLeft(job *kubeflow.MPIJob, now metav1.Time) (time.Duration, bool) {
 	return end.Sub(now.Time), true
 }
 
-// reconcileFinished winds a finished job down: discover_hosts.sh lists no
-// host any more, the pods that cleanPodPolicy names are deleted (all active
-// pods when the job failed for running too long, restarting too often or
-// staying below its minimum of workers),
-// and the job itself is deleted once its TTL has passed. As the Job
-// controller does, it acts only once the job's end is recorded in the
-// status the cache shows: until then this sync's status write, which the
-// caller makes, may still be lost or conflict, and the job update event
-// that follows a successful one brings the job back.
-func (c *MPIJobController) reconcileFinished(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.Pod, recorded bool, now metav1.Time) (time.Duration, error) {
+// reconcileFinished winds down a finished job whose end is recorded in the
+// status the cache shows: discover_hosts.sh lists no host any more, the
+// pods that cleanPodPolicy names are deleted (all active pods when the job
+// failed for running too long, restarting too often or staying below its
+// minimum of workers), and the job itself is deleted once its TTL has
+// passed. As the Job controller does, it acts only once the end is
+// recorded: until then the status write that records it may still be lost
+// or conflict, and the job update event that follows a successful one
+// brings the job back (checkJob sees to that).
+func (c *MPIJobController) reconcileFinished(ctx context.Context, obs *observed, now metav1.Time) (time.Duration, error) {
+	job := obs.job
 	if job.Status.CompletionTime == nil {
 		job.Status.CompletionTime = &now
-	}
-	if !recorded {
-		return 0, nil
 	}
 	if err := c.clearHosts(ctx, job); err != nil {
 		return 0, err
 	}
-	victims := podsToClean(job, launcher, workers)
+	victims := podsToClean(job, obs.launcher, obs.pods)
 	if len(victims) > 0 && c.expectations.Satisfied(jobKey(job)) {
 		if _, err := reconcile.InBatches(len(victims), reconcile.MaxBatch, func(i int) error { return c.pods.Delete(ctx, owner(job), victims[i]) }); err != nil {
 			return 0, err

@@ -49,28 +49,27 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	}
 	shared, err := c.jobLister.MPIJobs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		metrics.JobInfo.DeleteLabelValues(name+launcherSuffix, ns)
-		c.expectations.Forget(key)
-		c.statusWrites.Forget(key)
-		c.countChanges.Forget(key)
-		c.scaleSteps.forget(key)
-		c.cmWrites.forget(key)
-		c.refreshes.forget(key)
+		c.forget(key, ns, name)
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	if shared.DeletionTimestamp != nil || c.leaveForeignJob(shared, true) {
+	now := metav1.NewTime(c.clock.Now())
+	obs, exit, err := c.checkJob(shared, now)
+	switch exit {
+	case exitDeleted:
+		return 0, nil
+	case exitForeign:
+		c.warnForeignJob(shared)
 		return 0, nil
 	}
-	job := shared.DeepCopy()
-	job.ManagedFields = nil // what the cache kept of them is no request's business
-	kubeflow.SetDefaults_MPIJob(job)
-	initStatus(&job.Status)
-	now := metav1.NewTime(c.clock.Now())
-
-	requeue, create, err := c.reconcile(ctx, job, now)
+	job := obs.job
+	var requeue time.Duration
+	var create creation
+	if err == nil {
+		requeue, create, err = c.reconcile(ctx, obs, exit, now)
+	}
 	unlock()
 	if createErr := c.create(ctx, job, create); createErr != nil {
 		err = createErr
@@ -88,73 +87,51 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	return elastic.Sooner(requeue, due), err
 }
 
-// reconcile acts on a defaulted copy of the job and records the outcome in
-// its status, which the caller writes. It returns the workers to create,
-// which the caller creates once it has released the job's lock.
-func (c *MPIJobController) reconcile(ctx context.Context, job *kubeflow.MPIJob, now metav1.Time) (time.Duration, creation, error) {
-	// Whether the job's end is recorded already: the pods of a finished job
-	// are wound down only once it is, so that a lost status write cannot
-	// leave a job whose pods are gone and that starts them again.
-	recorded := isFinished(&job.Status)
-	var invalid error
-	if !recorded {
-		invalid = c.checkSpec(job, now)
-	}
-	if job.Status.StartTime == nil {
-		job.Status.StartTime = &now
-	}
+// forget drops what the controller remembers of a deleted job.
+func (c *MPIJobController) forget(key, ns, name string) {
+	metrics.JobInfo.DeleteLabelValues(name+launcherSuffix, ns)
+	c.expectations.Forget(key)
+	c.statusWrites.Forget(key)
+	c.countChanges.Forget(key)
+	c.scaleSteps.forget(key)
+	c.cmWrites.forget(key)
+	c.refreshes.forget(key)
+}
 
-	launcher, err := c.getLauncher(job)
-	if err != nil {
-		return 0, creation{}, err
-	}
-	workers, err := c.getWorkers(job)
-	if err != nil {
-		return 0, creation{}, err
-	}
-	countWorkers(job, workers)
-	countLauncher(job, launcher)
-	if invalid != nil {
-		return 0, creation{}, invalid
-	}
-
-	var requeue time.Duration
-	var create creation
-	if !isFinished(&job.Status) {
-		requeue, create, err = c.reconcileActive(ctx, job, launcher, workers, now)
+// reconcile acts on a job that checkJob let through, or winds a finished
+// one down, and records the outcome in its status, which the caller
+// writes. It returns the workers to create, which the caller creates once
+// it has released the job's lock.
+func (c *MPIJobController) reconcile(ctx context.Context, obs *observed, exit exit, now metav1.Time) (time.Duration, creation, error) {
+	switch exit {
+	case exitNone:
+		requeue, create, err := c.reconcileActive(ctx, obs, now)
 		if err != nil {
 			// Workers planned despite the error (the names that pods of
 			// someone else's hold block the others only) are created.
 			return 0, create, err
 		}
-	}
-	if isFinished(&job.Status) {
-		requeue, err := c.reconcileFinished(ctx, job, launcher, workers, recorded, now)
+		return requeue, create, nil
+	case exitWindDown:
+		requeue, err := c.reconcileFinished(ctx, obs, now)
 		return requeue, creation{}, err
 	}
-	return requeue, create, nil
+	return 0, creation{}, nil
 }
 
-// reconcileActive runs a job that has not finished: the launcher's outcome,
-// the run policy's bounds, then the children in dependency order.
-func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, workers []*corev1.Pod, now metav1.Time) (time.Duration, creation, error) {
-	if c.checkDeadline(job, now) {
-		return 0, creation{}, nil
+// reconcileActive runs a job that checkJob let through: the children in
+// dependency order, then the conditions of a running job.
+func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, now metav1.Time) (time.Duration, creation, error) {
+	job, launcher, ws := obs.job, obs.launcher, obs.workers
+	if obs.restartRecorded {
+		// The failure is counted in the status the cache shows: the pod
+		// may go, and a later sync creates the next launcher.
+		if err := c.pods.Delete(ctx, owner(job), launcher); err != nil {
+			return 0, creation{}, err
+		}
 	}
-	if done, err := c.checkLauncherOutcome(ctx, job, launcher, now); done || err != nil {
-		return 0, creation{}, err
-	}
-	if job.Spec.ElasticPolicy == nil && c.checkEvictedWorkers(job, workers, now) {
-		return 0, creation{}, nil
-	}
-
-	ws := toWorkers(job, workers)
-	recorded := c.recordedState(job)
-	plan := elastic.PlanWorkers(workerSpec(job), ws, recorded.NextIndex, c.workerNameHolder(job), now.Time)
-	state, belowMin := c.trackMinReplicas(job, ws, recorded, plan.NextIndex, now)
-	if isFinished(&job.Status) {
-		return 0, creation{}, nil
-	}
+	plan := elastic.PlanWorkers(workerSpec(job), ws, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
+	state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: obs.belowMin.Since}
 	planned := plan.Create
 	if len(plan.Create) > maxCreatesPerSync {
 		// The Role and the files already name every planned worker; the
@@ -231,7 +208,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *kubeflow.MP
 	updateResizing(job, ws, plan, now)
 	deadline, _ := deadlineLeft(job, now)
 	create := creation{indices: plan.Create, planned: planned, launcherHash: launcherHash}
-	return elastic.Sooner(elastic.Sooner(plan.Requeue, belowMin), deadline), create, blockedWorkers(job, plan.Blocked)
+	return elastic.Sooner(elastic.Sooner(plan.Requeue, obs.belowMin.Left), deadline), create, blockedWorkers(job, plan.Blocked)
 }
 
 // checkSpec validates the job. A job that has not started fails with an

@@ -1,0 +1,322 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
+)
+
+// guardState is a job at one early exit of the sync.
+type guardState struct {
+	name string
+	// setup puts the job and its pods into the fixture; the ConfigMap
+	// follows from the pods (listRunning) unless hostsCleared.
+	setup        func(f *fixture) *kubeflow.MPIJob
+	hostsCleared bool
+	// status tells whether the main sync may write the job's status (to
+	// record its end, or why it is held); it never writes anything else.
+	status bool
+}
+
+// wakeEvent is something that brings a job to the sync: before turns the
+// fixture's pods into the state before it, after into the state after it,
+// and returns how the informers tell the controller of it.
+type wakeEvent struct {
+	name   string
+	before func(f *fixture, job *kubeflow.MPIJob)
+	after  func(f *fixture, job *kubeflow.MPIJob) func(c *MPIJobController)
+	// discovery tells whether the event reaches the fast path too.
+	discovery bool
+}
+
+// TestEarlyExitsWriteNothing crosses every early exit of the sync with every
+// event that wakes a job, runs each path the event drives (the main sync,
+// and the discovery fast path where the event reaches it) on the same
+// cache, and checks that neither writes more than the early exit allows:
+// the main sync at most the job's status, the fast path nothing at all.
+func TestEarlyExitsWriteNothing(t *testing.T) {
+	for _, state := range guardStates() {
+		for _, event := range wakeEvents() {
+			t.Run(state.name+"/"+event.name, func(t *testing.T) {
+				f := newFixture(t)
+				job := state.setup(f)
+				event.before(f, job)
+				if !state.hostsCleared {
+					f.listRunning(job)
+				}
+				deliver := event.after(f, job)
+				ctx, c := f.readyController(nil)
+				deliver(c)
+				if got := c.discoveryQueue.Len() == 1; got != event.discovery {
+					t.Fatalf("the event reaches the fast path: %v, want %v", got, event.discovery)
+				}
+				for c.discoveryQueue.Len() > 0 {
+					key, _ := c.discoveryQueue.Get()
+					_ = c.syncDiscovery(ctx, key)
+					c.discoveryQueue.Done(key)
+				}
+				f.expectNoWrites("fast path", nil)
+				for c.queue.Len() > 0 {
+					key, _ := c.queue.Get()
+					_, _ = c.syncHandler(ctx, key)
+					c.queue.Done(key)
+				}
+				var allowed []action
+				if state.status {
+					allowed = []action{statusUpdate()}
+				}
+				f.expectNoWrites("main sync", allowed)
+			})
+		}
+	}
+}
+
+// expectNoWrites checks that the requests since the last check were at
+// most allowed, each once, and forgets them.
+func (f *fixture) expectNoWrites(path string, allowed []action) {
+	f.t.Helper()
+	got := append(writes(f.kubeClient.Actions()), writes(f.mpiClient.Actions())...)
+	f.kubeClient.ClearActions()
+	f.mpiClient.ClearActions()
+	var extra []action
+	for _, a := range got {
+		if i := indexOf(allowed, a); i >= 0 {
+			allowed = append(allowed[:i:i], allowed[i+1:]...)
+			continue
+		}
+		extra = append(extra, a)
+	}
+	if len(extra) > 0 {
+		f.t.Errorf("%s wrote %v", path, extra)
+	}
+}
+
+func indexOf(actions []action, a action) int {
+	for i, b := range actions {
+		if cmp.Equal(a, b, cmp.AllowUnexported(action{})) {
+			return i
+		}
+	}
+	return -1
+}
+
+func guardStates() []guardState {
+	failedLauncher := func(f *fixture) {
+		l := launcherOf(f)
+		l.Status.Phase = corev1.PodFailed
+		l.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "launcher",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}}
+	}
+	return []guardState{
+		{name: "deadline passed", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 1)
+			job.Spec.RunPolicy = &common.RunPolicy{ActiveDeadlineSeconds: ptr[int64](60)}
+			return job
+		}},
+		{name: "launcher succeeded", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 1)
+			launcherOf(f).Status.Phase = corev1.PodSucceeded
+			return job
+		}},
+		{name: "launcher failed", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 1)
+			failedLauncher(f)
+			return job
+		}},
+		{name: "launcher over its backoff limit", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 1)
+			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].RestartPolicy = common.RestartPolicyOnFailure
+			job.Spec.RunPolicy = &common.RunPolicy{BackoffLimit: ptr[int32](3)}
+			launcherOf(f).Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "launcher", RestartCount: 4}}
+			return job
+		}},
+		{name: "evicted worker of a fixed job", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+			job := runningJob(f, 3)
+			w := f.pods[0]
+			w.Status.Phase, w.Status.Reason = corev1.PodFailed, reasonPodEvicted
+			return job
+		}},
+		{name: "below minReplicas for too long", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 4, 3)
+			for _, w := range f.pods[1:4] {
+				w.Status.Phase = corev1.PodPending
+			}
+			f.cms[0].Annotations = elastic.State{NextIndex: 4, BelowMinSince: testNow.Add(-time.Hour)}.Annotations()
+			return job
+		}},
+		{name: "finished", hostsCleared: true, status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 1)
+			launcherOf(f).Status.Phase = corev1.PodSucceeded
+			f.cms[0].Data[discoverHostsKey] = "#!/bin/sh\n"
+			done := metav1.NewTime(testNow.Add(-time.Minute))
+			setCondition(&job.Status, common.JobSucceeded, reasonSucceeded, "MPIJob ns/pi successfully completed.", done)
+			job.Status.CompletionTime = &done
+			return job
+		}},
+		{name: "invalid spec before the start", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 1)
+			job.Status.Conditions = nil
+			job.Spec.SlotsPerWorker = ptr[int32](-1)
+			return job
+		}},
+		{name: "invalid spec held", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 1)
+			job.Spec.MainContainer = "tpyo"
+			return job
+		}},
+		{name: "blocked by a pod holding the launcher's name", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 1)
+			launcherOf(f).OwnerReferences = nil
+			return job
+		}},
+		{name: "being deleted", setup: func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 1)
+			job.DeletionTimestamp = &metav1.Time{Time: testNow}
+			return job
+		}},
+		{name: "written through another API version", setup: func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 1)
+			job.ManagedFields = managedBy("kubeflow.org/v2beta1")
+			return job
+		}},
+	}
+}
+
+func wakeEvents() []wakeEvent {
+	nothingBefore := func(*fixture, *kubeflow.MPIJob) {}
+	resize := func(delta int32) func(f *fixture, job *kubeflow.MPIJob) func(c *MPIJobController) {
+		return func(_ *fixture, job *kubeflow.MPIJob) func(c *MPIJobController) {
+			old := job.DeepCopy()
+			spec := job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker]
+			spec.Replicas = ptr(*spec.Replicas + delta)
+			job.Generation++
+			return jobUpdate(old, job)
+		}
+	}
+	return []wakeEvent{
+		{
+			name:      "worker turns Running",
+			discovery: true,
+			before:    func(f *fixture, _ *kubeflow.MPIJob) { lastWorker(f).Status.Phase = corev1.PodPending },
+			after: func(f *fixture, _ *kubeflow.MPIJob) func(c *MPIJobController) {
+				return podUpdate(lastWorker(f), func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning })
+			},
+		},
+		{
+			name:      "worker fails",
+			discovery: true,
+			before:    nothingBefore,
+			after: func(f *fixture, _ *kubeflow.MPIJob) func(c *MPIJobController) {
+				return podUpdate(firstRunningWorker(f), func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })
+			},
+		},
+		{
+			name:      "worker goes away",
+			discovery: true,
+			before:    nothingBefore,
+			after: func(f *fixture, _ *kubeflow.MPIJob) func(c *MPIJobController) {
+				gone := firstRunningWorker(f)
+				for i, p := range f.pods {
+					if p == gone {
+						f.pods = append(f.pods[:i:i], f.pods[i+1:]...)
+						break
+					}
+				}
+				return func(c *MPIJobController) { c.handlePodDelete(gone) }
+			},
+		},
+		{name: "replicas up", discovery: true, before: nothingBefore, after: resize(1)},
+		{name: "replicas down", discovery: true, before: nothingBefore, after: resize(-1)},
+		{
+			name:   "launcher changes",
+			before: nothingBefore,
+			after: func(f *fixture, _ *kubeflow.MPIJob) func(c *MPIJobController) {
+				return podUpdate(launcherOf(f), func(p *corev1.Pod) { p.Labels["touched"] = "yes" })
+			},
+		},
+		{
+			name:   "resync",
+			before: nothingBefore,
+			after: func(_ *fixture, job *kubeflow.MPIJob) func(c *MPIJobController) {
+				return jobUpdate(job, job)
+			},
+		},
+	}
+}
+
+// jobUpdate tells the controller of an update of a job as the job
+// informer's handler does: to the main queue, and to the fast path when the
+// worker replicas changed.
+func jobUpdate(old, job *kubeflow.MPIJob) func(c *MPIJobController) {
+	return func(c *MPIJobController) {
+		c.enqueueJob(job)
+		c.enqueueResize(old, job)
+	}
+}
+
+// podUpdate changes pod as an update would, and returns how the informer
+// tells the controller of it.
+func podUpdate(pod *corev1.Pod, change func(*corev1.Pod)) func(c *MPIJobController) {
+	old := pod.DeepCopy()
+	old.ResourceVersion = "1"
+	change(pod)
+	pod.ResourceVersion = "2"
+	return func(c *MPIJobController) { c.handlePodUpdate(old, pod) }
+}
+
+// listRunning rewrites the job's ConfigMap as the controller left it for
+// the fixture's pods: every worker planned, the Running ones listed, its
+// bookkeeping kept; the launcher has seen it.
+func (f *fixture) listRunning(job *kubeflow.MPIJob) {
+	d := defaulted(job)
+	var hosts elastic.Hosts
+	for _, p := range f.pods {
+		if p.Labels[labelMPIRole] != roleWorker {
+			continue
+		}
+		hosts.Desired = append(hosts.Desired, p.Name)
+		if discoverable(p) {
+			hosts.Running = append(hosts.Running, p.Name)
+		}
+	}
+	state := elastic.ParseState(f.cms[0].Annotations)
+	f.cms[0] = newConfigMap(d, hosts, state)
+	launcherOf(f).Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
+}
+
+func launcherOf(f *fixture) *corev1.Pod {
+	for _, p := range f.pods {
+		if p.Labels[labelMPIRole] == roleLauncher {
+			return p
+		}
+	}
+	f.t.Fatal("no launcher")
+	return nil
+}
+
+func lastWorker(f *fixture) *corev1.Pod {
+	var last *corev1.Pod
+	for _, p := range f.pods {
+		if p.Labels[labelMPIRole] == roleWorker {
+			last = p
+		}
+	}
+	return last
+}
+
+func firstRunningWorker(f *fixture) *corev1.Pod {
+	for _, p := range f.pods {
+		if p.Labels[labelMPIRole] == roleWorker && p.Status.Phase == corev1.PodRunning {
+			return p
+		}
+	}
+	f.t.Fatal("no Running worker")
+	return nil
+}
