@@ -146,12 +146,8 @@ func withJobControllerLabels(labels map[string]string, launcher *batchv1.Job) ma
 
 func isSuspended(lj *batchv1.Job) bool { return lj.Spec.Suspend != nil && *lj.Spec.Suspend }
 
-// jobFinished tells whether a Job has completed or failed.
+// jobFinished tells whether a Job has completed or failed, or is about to.
 func jobFinished(lj *batchv1.Job) bool {
-	for _, c := range lj.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+	cond, _ := launcherEnd(lj)
+	return cond != nil
 }

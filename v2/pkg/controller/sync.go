@@ -201,36 +201,54 @@ func (c *MPIJobController) podsOf(uid types.UID, selector labels.Selector) ([]*c
 }
 
 // launcherOutcome records the end of the launcher Job as the job's:
-// Complete is success, Failed is failure with the Job's reason
-// (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy, ...). It
-// reports whether the job has finished.
+// success, or failure with the Job's reason (BackoffLimitExceeded,
+// DeadlineExceeded, PodFailurePolicy, ...). It reports whether the job has
+// finished.
 func launcherOutcome(job *v2beta1.MPIJob, launcher *batchv1.Job, now metav1.Time) bool {
 	if launcher == nil {
 		return false
 	}
-	for _, cond := range launcher.Status.Conditions {
+	cond, succeeded := launcherEnd(launcher)
+	switch {
+	case cond == nil:
+		return false
+	case succeeded:
+		finish(job, v2beta1.JobSucceeded, reasonSucceeded,
+			fmt.Sprintf("MPIJob %s/%s successfully completed.", job.Namespace, job.Name), now)
+	default:
+		reason := cond.Reason
+		if reason == "" {
+			reason = reasonFailed
+		}
+		msg := fmt.Sprintf("MPIJob %s/%s has failed: its launcher Job %s failed (%s)", job.Namespace, job.Name, launcher.Name, reason)
+		if cond.Message != "" {
+			msg += ": " + cond.Message
+		}
+		failJob(job, reason, msg, now)
+	}
+	return true
+}
+
+// launcherEnd returns the condition of the launcher Job that decides its
+// outcome, and whether that is success; nil while it has none. The Job
+// controller adds FailureTarget or SuccessCriteriaMet as soon as the
+// outcome is decided (at the deadline, say), and Failed or Complete only
+// once the launcher's pod has stopped. The outcome is the job's from the
+// first: while the pod stops, no worker is listed, created or replaced.
+func launcherEnd(lj *batchv1.Job) (*batchv1.JobCondition, bool) {
+	for i := range lj.Status.Conditions {
+		cond := &lj.Status.Conditions[i]
 		if cond.Status != corev1.ConditionTrue {
 			continue
 		}
 		switch cond.Type {
-		case batchv1.JobComplete:
-			finish(job, v2beta1.JobSucceeded, reasonSucceeded,
-				fmt.Sprintf("MPIJob %s/%s successfully completed.", job.Namespace, job.Name), now)
-			return true
-		case batchv1.JobFailed:
-			reason := cond.Reason
-			if reason == "" {
-				reason = reasonFailed
-			}
-			msg := fmt.Sprintf("MPIJob %s/%s has failed: its launcher Job %s failed (%s)", job.Namespace, job.Name, launcher.Name, reason)
-			if cond.Message != "" {
-				msg += ": " + cond.Message
-			}
-			failJob(job, reason, msg, now)
-			return true
+		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
+			return cond, true
+		case batchv1.JobFailed, batchv1.JobFailureTarget:
+			return cond, false
 		}
 	}
-	return false
+	return nil, false
 }
 
 // failEvicted fails a job without an elastic policy one of whose workers

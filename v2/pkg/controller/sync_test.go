@@ -127,6 +127,16 @@ func TestLauncherJobOutcome(t *testing.T) {
 			wantType: v2beta1.JobFailed, wantReason: "DeadlineExceeded",
 			wantEvent: "Warning DeadlineExceeded MPIJob ns/job has failed: its launcher Job job-launcher failed (DeadlineExceeded)",
 		},
+		"FailureTarget: deadline, the launcher pod stopping": {
+			cond:     batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "DeadlineExceeded"},
+			wantType: v2beta1.JobFailed, wantReason: "DeadlineExceeded",
+			wantEvent: "Warning DeadlineExceeded MPIJob ns/job has failed: its launcher Job job-launcher failed (DeadlineExceeded)",
+		},
+		"SuccessCriteriaMet, the launcher pod stopping": {
+			cond:     batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue},
+			wantType: v2beta1.JobSucceeded, wantReason: "MPIJobSucceeded",
+			wantEvent: "Normal MPIJobSucceeded MPIJob ns/job successfully completed.",
+		},
 		"Failed without a reason": {
 			cond:     batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue},
 			wantType: v2beta1.JobFailed, wantReason: "MPIJobFailed",
