@@ -105,7 +105,6 @@ func TestRun(t *testing.T) {
 		// whose types carry markers.
 		runPolicy map[string]any
 		legacy    []string
-		warning   string // of the legacy version v9
 	}{
 		{
 			version: "v1",
@@ -117,8 +116,6 @@ func TestRun(t *testing.T) {
 				"ttlSecondsAfterFinished": map[string]any{"type": "integer", "minimum": float64(0)},
 			},
 			legacy: []string{"v1alpha2", "v2beta1"},
-			warning: "kubeflow.org/v9 MPIJob is served only to keep the jobs of an upstream install; " +
-				"the mpi-operator of this installation runs kubeflow.org/v1 MPIJobs and leaves v9 ones alone",
 		},
 		{
 			version: "v2beta1",
@@ -144,9 +141,6 @@ func TestRun(t *testing.T) {
 			}
 			checkTrimmed(t, crd, tc.version, tc.worker, tc.runPolicy)
 			checkLegacyVersions(t, crd, tc.version, tc.legacy)
-			if warn := apis[tc.version].legacyWarning; (warn != nil) != (tc.warning != "") || warn != nil && warn("v9") != tc.warning {
-				t.Errorf("deprecation warning of v9: want %q", tc.warning)
-			}
 		})
 	}
 }
@@ -235,9 +229,8 @@ func checkTrimmed(t *testing.T, crd map[string]any, version, worker string, runP
 	}
 }
 
-// checkLegacyVersions checks that the versions of other installs follow
-// the API's own: for v1 served (their objects' children name their owner
-// through them) and deprecated, for v2beta1 not served.
+// checkLegacyVersions checks that the versions of other installs are
+// listed after the API's own, unserved, with a schema that keeps anything.
 func checkLegacyVersions(t *testing.T, crd map[string]any, version string, legacy []string) {
 	t.Helper()
 	versions := dig(crd, "spec", "versions").([]any)
@@ -250,17 +243,12 @@ func checkLegacyVersions(t *testing.T, crd map[string]any, version string, legac
 	}
 	for _, v := range versions[1:] {
 		name := dig(v, "name").(string)
-		served := apis[version].legacyWarning != nil
 		wantVersion := map[string]any{
-			"name": name, "served": served, "storage": false,
+			"name": name, "served": false, "storage": false,
 			"subresources": map[string]any{"status": map[string]any{}},
 			"schema": map[string]any{"openAPIV3Schema": map[string]any{
 				"type": "object", "x-kubernetes-preserve-unknown-fields": true,
 			}},
-		}
-		if served {
-			wantVersion["deprecated"] = true
-			wantVersion["deprecationWarning"] = apis[version].legacyWarning(name)
 		}
 		if diff := cmp.Diff(wantVersion, v); diff != "" {
 			t.Errorf("legacy version (-want +got):\n%s", diff)

@@ -32,6 +32,7 @@ import (
 	listers "github.com/kubeflow/mpi-operator/pkg/client/listers/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
+	"github.com/kubeflow/mpi-operator/pkg/tolerant"
 )
 
 const controllerName = "mpi-job-controller"
@@ -133,6 +134,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 	rbs := inf.rbac.Rbac().V1().RoleBindings()
 	others := inf.otherPodsInformer()
 
+	inf.skippedJobs.SetReporter(tolerant.EventReporter(recorder, "mpijobs"))
 	if err := pods.Informer().AddIndexers(cache.Indexers{podsByControllerIndex: podControllerUID}); err != nil {
 		// Only a started informer refuses an indexer; it cannot be yet.
 		logger.Error(err, "Adding the pod index")

@@ -7,17 +7,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanoinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
+	mpischeme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
 	mpiinformers "github.com/kubeflow/mpi-operator/pkg/client/informers/externalversions"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/tolerant"
 )
 
 // Config holds the operator-wide settings of the controller.
@@ -46,6 +51,12 @@ type Config struct {
 	// delays the listing of a running worker. Nil means the controller's
 	// client.
 	ListingClient kubernetes.Interface
+	// JobsClient, when set, lists and watches the MPIJobs as JSON and
+	// decodes each on its own, so that one that cannot be decoded is
+	// skipped with a Warning event instead of failing the whole list
+	// (pkg/tolerant). Nil means the typed clientset, which decodes a list
+	// in one piece.
+	JobsClient dynamic.Interface
 }
 
 // Informers holds the informer factories the controller reads from. Pods and
@@ -61,6 +72,9 @@ type Informers struct {
 	labelled  informers.SharedInformerFactory // ConfigMaps and ServiceAccounts of MPIJobs
 	rbac      informers.SharedInformerFactory
 	volcano   volcanoinformers.SharedInformerFactory // nil without gang scheduling
+	// skippedJobs are the MPIJobs that cannot be decoded; the controller
+	// reports them.
+	skippedJobs *tolerant.Skips
 }
 
 // NewInformers returns the factories for cfg. volcanoClient may be nil when
@@ -83,6 +97,12 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 		otherPods: metadatainformer.NewFilteredSharedInformerFactory(metaClient, resyncNever, cfg.Namespace,
 			func(o *metav1.ListOptions) { o.LabelSelector = "!" + labelMPIJobName }),
 	}
+	inf.skippedJobs = tolerant.NewSkips()
+	if cfg.JobsClient != nil {
+		inf.jobs.InformerFor(&kubeflow.MPIJob{}, func(_ clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return tolerant.NewInformer(cfg.JobsClient, jobResource(cfg.Namespace), inf.skippedJobs, resync)
+		})
+	}
 	// Set before anything can start the informers, which refuse them after.
 	_ = inf.otherPodsInformer().Informer().SetTransform(trimPodMetadata)
 	pods := inf.pods.Core().V1().Pods().Informer()
@@ -93,6 +113,18 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 			volcanoinformers.WithTransform(trimManagedFields))
 	}
 	return inf
+}
+
+// jobResource tells pkg/tolerant how to list and decode MPIJobs.
+func jobResource(namespace string) tolerant.Resource {
+	return tolerant.Resource{
+		GVR:       kubeflow.SchemeGroupVersion.WithResource("mpijobs"),
+		Kind:      kubeflow.Kind,
+		Namespace: namespace,
+		Decoder:   mpischeme.Codecs.UniversalDeserializer(),
+		NewObject: func() runtime.Object { return &kubeflow.MPIJob{} },
+		NewList:   func() runtime.Object { return &kubeflow.MPIJobList{} },
+	}
 }
 
 // Start starts every informer the controller asked for.

@@ -61,10 +61,17 @@ var (
 		Help:    "Time taken by one sync of an MPIJob, by queue (main, discovery).",
 		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
 	}, []string{"queue"})
+	// UndecodableObjects counts the versions of objects that the operator
+	// skipped because they cannot be decoded, by resource; each also gets
+	// a Warning event.
+	UndecodableObjects = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mpi_operator_undecodable_objects_total",
+		Help: "Versions of objects skipped because they cannot be decoded, by resource.",
+	}, []string{"resource"})
 )
 
 // Register adds every metric to reg. Call it once per registry.
 func Register(reg prometheus.Registerer) {
 	reg.MustRegister(JobsCreated, JobsSuccessful, JobsFailed, JobInfo, IsLeader,
-		WorkerResizes, WorkersReplaced, DiscoveryLatency, SyncSeconds)
+		WorkerResizes, WorkersReplaced, DiscoveryLatency, SyncSeconds, UndecodableObjects)
 }

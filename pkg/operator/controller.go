@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -32,6 +33,9 @@ type KubeClients struct {
 	Listing kubernetes.Interface
 	// Meta reads objects' metadata only, for caches of other pods.
 	Meta metadata.Interface
+	// Dynamic lists and watches MPIJobs as unstructured JSON, so that
+	// each is decoded on its own (pkg/tolerant).
+	Dynamic dynamic.Interface
 }
 
 // NewKubeClients creates the clients of the built-in API from cfg.
@@ -57,6 +61,9 @@ func NewKubeClients(cfg *rest.Config) (KubeClients, error) {
 	}
 	if cs.Meta, err = metadata.NewForConfig(cfg); err != nil {
 		return cs, fmt.Errorf("creating the metadata client: %w", err)
+	}
+	if cs.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return cs, fmt.Errorf("creating the dynamic client: %w", err)
 	}
 	return cs, nil
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -58,16 +59,19 @@ func newNamespace(t *testing.T) string {
 	return name
 }
 
-// startController runs the controller in-process until the test ends. An
-// empty cfg.Namespace watches every namespace.
-func startController(t *testing.T, cfg controller.Config) {
+// startController runs the controller in-process until the test ends, or
+// until the returned function stops it. An empty cfg.Namespace watches
+// every namespace.
+func startController(t *testing.T, cfg controller.Config) (stop func()) {
 	t.Helper()
-	startControllerWith(t, cfg, env.config)
+	return startControllerWith(t, cfg, env.config)
 }
 
 // startControllerWith runs the controller with clients of restConfig, so
-// that a test can watch the controller's own requests.
-func startControllerWith(t *testing.T, cfg controller.Config, restConfig *rest.Config) {
+// that a test can watch the controller's own requests. Like the operator
+// binary, it lists and watches the MPIJobs through a dynamic client unless
+// cfg names one.
+func startControllerWith(t *testing.T, cfg controller.Config, restConfig *rest.Config) (stop func()) {
 	t.Helper()
 	if cfg.KubectlDeliveryImage == "" {
 		cfg.KubectlDeliveryImage = "mpioperator/kubectl-delivery:test"
@@ -86,6 +90,11 @@ func startControllerWith(t *testing.T, cfg controller.Config, restConfig *rest.C
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.JobsClient == nil {
+		if cfg.JobsClient, err = dynamic.NewForConfig(restConfig); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var vc volcanoclient.Interface // a nil interface, not a typed nil pointer
 	if cfg.GangSchedulerName != "" {
 		client, err := volcanoclient.NewForConfig(restConfig)
@@ -103,11 +112,16 @@ func startControllerWith(t *testing.T, cfg controller.Config, restConfig *rest.C
 			t.Errorf("controller: %v", err)
 		}
 	})
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		inf.Shutdown()
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+			inf.Shutdown()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // newJob returns an MPIJob with one launcher and the given workers.

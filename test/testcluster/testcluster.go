@@ -10,8 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 )
 
 // Cluster is one control plane: its state lives in Dir, and Settings (the
@@ -156,4 +163,37 @@ func (c *Cluster) Fresh(suite string) (stop func(), err error) {
 			fmt.Fprintf(os.Stderr, "%s: stopping the control plane: %v\n", suite, err)
 		}
 	}, nil
+}
+
+// ServeVersion serves or stops serving one version of an installed CRD,
+// as a JSON patch of its spec.versions; kubectl runs kubectl against the
+// cluster and returns its combined output. The tests use it to recreate what
+// an earlier CRD let clients store.
+func ServeVersion(kubectl func(args ...string) (string, error), crd, version string, served bool) error {
+	out, err := kubectl("get", "crd", crd, "-o", "jsonpath={.spec.versions[*].name}")
+	if err != nil {
+		return fmt.Errorf("reading CRD %s: %w\n%s", crd, err, out)
+	}
+	i := slices.Index(strings.Fields(out), version)
+	if i < 0 {
+		return fmt.Errorf("CRD %s lists no version %s: %s", crd, version, out)
+	}
+	patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/versions/%d/served","value":%t}]`, i, served)
+	if out, err := kubectl("patch", "crd", crd, "--type=json", "-p", patch); err != nil {
+		return fmt.Errorf("patching CRD %s: %w\n%s", crd, err, out)
+	}
+	return nil
+}
+
+// PatchWhenServed merge-patches the named object through r as soon as the
+// API server serves r's version (a CRD version just served answers
+// NotFound for a moment), waiting at most a minute.
+func PatchWhenServed(ctx context.Context, r dynamic.ResourceInterface, name string, patch []byte) error {
+	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := r.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
 }

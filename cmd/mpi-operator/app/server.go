@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -40,6 +41,7 @@ type clients struct {
 	creates kubernetes.Interface // the same again, for pod creations
 	listing kubernetes.Interface // and for the discovery fast path
 	meta    metadata.Interface   // objects' metadata only, for caches of other pods
+	dynamic dynamic.Interface    // MPIJobs as JSON, decoded one by one
 	mpi     clientset.Interface
 	volcano volcanoclient.Interface // nil when gang scheduling is off
 }
@@ -103,7 +105,7 @@ func newClients(cfg *rest.Config, gang bool) (clients, error) {
 	if err != nil {
 		return clients{}, err
 	}
-	cs := clients{kube: kc.Kube, events: kc.Events, creates: kc.Creations, listing: kc.Listing, meta: kc.Meta}
+	cs := clients{kube: kc.Kube, events: kc.Events, creates: kc.Creations, listing: kc.Listing, meta: kc.Meta, dynamic: kc.Dynamic}
 	if cs.mpi, err = clientset.NewForConfig(cfg); err != nil {
 		return cs, fmt.Errorf("creating the MPIJob client: %w", err)
 	}
@@ -153,6 +155,7 @@ func runController(ctx context.Context, cs clients, o *Options, running *operato
 		KubectlDeliveryImage: o.KubectlDeliveryImage,
 		GangSchedulerName:    o.GangSchedulerName,
 		RefreshLauncher:      o.RefreshLauncher,
+		JobsClient:           cs.dynamic,
 	}
 	var vc volcanoclient.Interface // a nil interface, not a typed nil pointer
 	if cs.volcano != nil {

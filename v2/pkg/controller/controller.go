@@ -29,6 +29,7 @@ import (
 	volcanolisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
+	"github.com/kubeflow/mpi-operator/pkg/tolerant"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 	clientset "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned"
 	mpischeme "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned/scheme"
@@ -105,6 +106,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 	recorder record.EventRecorder, clk clock.Clock) *MPIJobController {
 	logger := klog.FromContext(ctx)
 	jobs := inf.jobs.Kubeflow().V2beta1().MPIJobs()
+	inf.skippedJobs.SetReporter(tolerant.EventReporter(recorder, "mpijobs"))
 	pods := inf.pods.Core().V1().Pods()
 	services := inf.labelled.Core().V1().Services()
 	cms := inf.labelled.Core().V1().ConfigMaps()

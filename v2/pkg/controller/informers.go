@@ -6,16 +6,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
 	schedclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	schedinformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanoinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 
+	"github.com/kubeflow/mpi-operator/pkg/tolerant"
+	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 	clientset "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned"
+	mpischeme "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned/scheme"
 	mpiinformers "github.com/kubeflow/mpi-operator/v2/pkg/client/informers/externalversions"
 )
 
@@ -36,6 +42,12 @@ type Config struct {
 	// EventClient, when set, writes the controller's events, under rate
 	// limits of its own. Nil means the controller's client.
 	EventClient kubernetes.Interface
+	// JobsClient, when set, lists and watches the MPIJobs as JSON and
+	// decodes each on its own, so that one that cannot be decoded is
+	// skipped with a Warning event instead of failing the whole list
+	// (pkg/tolerant). Nil means the typed clientset, which decodes a list
+	// in one piece.
+	JobsClient dynamic.Interface
 }
 
 // gang is the gang scheduler that cfg asks for.
@@ -65,6 +77,9 @@ type Informers struct {
 	labelled     informers.SharedInformerFactory
 	volcano      volcanoinformers.SharedInformerFactory // nil unless volcano gangs
 	schedPlugins schedinformers.SharedInformerFactory   // nil unless scheduler-plugins gangs
+	// skippedJobs are the MPIJobs that cannot be decoded; the controller
+	// reports them.
+	skippedJobs *tolerant.Skips
 }
 
 // NewInformers returns the factories for cfg. volcano and schedPlugins may
@@ -87,6 +102,12 @@ func NewInformers(kube kubernetes.Interface, meta metadata.Interface, mpi client
 		otherPods: metadatainformer.NewFilteredSharedInformerFactory(meta, resyncNever, cfg.Namespace,
 			func(o *metav1.ListOptions) { o.LabelSelector = labelOperatorName + "!=" + operatorName }),
 	}
+	inf.skippedJobs = tolerant.NewSkips()
+	if cfg.JobsClient != nil {
+		inf.jobs.InformerFor(&v2beta1.MPIJob{}, func(_ clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return tolerant.NewInformer(cfg.JobsClient, jobResource(cfg.Namespace), inf.skippedJobs, resync)
+		})
+	}
 	// Set before anything can start the informer, which refuses it after.
 	_ = inf.otherPodsInformer().Informer().SetTransform(trimOtherPod)
 	switch cfg.gang().kind {
@@ -106,6 +127,18 @@ func NewInformers(kube kubernetes.Interface, meta metadata.Interface, mpi client
 		}
 	}
 	return inf
+}
+
+// jobResource tells pkg/tolerant how to list and decode MPIJobs.
+func jobResource(namespace string) tolerant.Resource {
+	return tolerant.Resource{
+		GVR:       v2beta1.SchemeGroupVersion.WithResource("mpijobs"),
+		Kind:      v2beta1.Kind,
+		Namespace: namespace,
+		Decoder:   mpischeme.Codecs.UniversalDeserializer(),
+		NewObject: func() runtime.Object { return &v2beta1.MPIJob{} },
+		NewList:   func() runtime.Object { return &v2beta1.MPIJobList{} },
+	}
 }
 
 // factory is what Start and Shutdown need of an informer factory.

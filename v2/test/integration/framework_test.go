@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -122,6 +123,13 @@ func runController(t *testing.T, config *rest.Config, cfg controller.Config) *ru
 	mpi, err := clientset.NewForConfig(config)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Like the operator binary, list and watch the MPIJobs through a
+	// dynamic client, one object at a time.
+	if cfg.JobsClient == nil {
+		if cfg.JobsClient, err = dynamic.NewForConfig(config); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var sched schedclient.Interface
 	if cfg.GangSchedulerName != "" {
