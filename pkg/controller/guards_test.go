@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,9 @@ type guardState struct {
 	// status tells whether the main sync may write the job's status (to
 	// record its end, or why it is held); it never writes anything else.
 	status bool
+	// outcome is the condition, "<type> <reason>", that the main sync's
+	// status write sets, if it must write one.
+	outcome string
 }
 
 // wakeEvent is something that brings a job to the sync: before turns the
@@ -63,10 +67,16 @@ func TestEarlyExitsWriteNothing(t *testing.T) {
 					c.discoveryQueue.Done(key)
 				}
 				f.expectNoWrites("fast path", nil)
+				// A pod the job does not control wakes no job: the blocked
+				// job's launcher changes then without a sync.
+				woken := c.queue.Len() > 0
 				for c.queue.Len() > 0 {
 					key, _ := c.queue.Get()
 					_, _ = c.syncHandler(ctx, key)
 					c.queue.Done(key)
+				}
+				if woken && state.outcome != "" {
+					f.expectCondition(state.outcome)
 				}
 				var allowed []action
 				if state.status {
@@ -75,6 +85,17 @@ func TestEarlyExitsWriteNothing(t *testing.T) {
 				f.expectNoWrites("main sync", allowed)
 			})
 		}
+	}
+}
+
+// expectCondition checks that the status written holds the condition
+// "<type> <reason>", True.
+func (f *fixture) expectCondition(want string) {
+	f.t.Helper()
+	st := f.writtenStatus()
+	typ, reason, _ := strings.Cut(want, " ")
+	if c := findCondition(&st, common.JobConditionType(typ)); c == nil || c.Status != corev1.ConditionTrue || c.Reason != reason {
+		f.t.Errorf("%s condition %+v, want True with reason %s", typ, c, reason)
 	}
 }
 
@@ -115,35 +136,35 @@ func guardStates() []guardState {
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}}
 	}
 	return []guardState{
-		{name: "deadline passed", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+		{name: "deadline passed", status: true, outcome: "Failed DeadlineExceeded", setup: func(f *fixture) *kubeflow.MPIJob {
 			job := elasticJob(f, 2, 1)
 			job.Spec.RunPolicy = &common.RunPolicy{ActiveDeadlineSeconds: ptr[int64](60)}
 			return job
 		}},
-		{name: "launcher succeeded", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+		{name: "launcher succeeded", status: true, outcome: "Succeeded MPIJobSucceeded", setup: func(f *fixture) *kubeflow.MPIJob {
 			job := elasticJob(f, 2, 1)
 			launcherOf(f).Status.Phase = corev1.PodSucceeded
 			return job
 		}},
-		{name: "launcher failed", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+		{name: "launcher failed", status: true, outcome: "Failed MPIJobFailed", setup: func(f *fixture) *kubeflow.MPIJob {
 			job := elasticJob(f, 2, 1)
 			failedLauncher(f)
 			return job
 		}},
-		{name: "launcher over its backoff limit", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+		{name: "launcher over its backoff limit", status: true, outcome: "Failed BackoffLimitExceeded", setup: func(f *fixture) *kubeflow.MPIJob {
 			job := elasticJob(f, 2, 1)
 			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].RestartPolicy = common.RestartPolicyOnFailure
 			job.Spec.RunPolicy = &common.RunPolicy{BackoffLimit: ptr[int32](3)}
 			launcherOf(f).Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "launcher", RestartCount: 4}}
 			return job
 		}},
-		{name: "evicted worker of a fixed job", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+		{name: "evicted worker of a fixed job", status: true, outcome: "Failed MPIJobEvicted", setup: func(f *fixture) *kubeflow.MPIJob {
 			job := runningJob(f, 3)
 			w := f.pods[0]
 			w.Status.Phase, w.Status.Reason = corev1.PodFailed, reasonPodEvicted
 			return job
 		}},
-		{name: "below minReplicas for too long", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+		{name: "below minReplicas for too long", status: true, outcome: "Failed WorkersBelowMinimum", setup: func(f *fixture) *kubeflow.MPIJob {
 			job := elasticJob(f, 4, 3)
 			for _, w := range f.pods[1:4] {
 				w.Status.Phase = corev1.PodPending
@@ -160,18 +181,18 @@ func guardStates() []guardState {
 			job.Status.CompletionTime = &done
 			return job
 		}},
-		{name: "invalid spec before the start", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+		{name: "invalid spec before the start", status: true, outcome: "Failed InvalidMPIJobSpec", setup: func(f *fixture) *kubeflow.MPIJob {
 			job := elasticJob(f, 2, 1)
 			job.Status.Conditions = nil
 			job.Spec.SlotsPerWorker = ptr[int32](-1)
 			return job
 		}},
-		{name: "invalid spec held", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+		{name: "invalid spec held", status: true, outcome: "Blocked InvalidMPIJobSpec", setup: func(f *fixture) *kubeflow.MPIJob {
 			job := elasticJob(f, 2, 1)
 			job.Spec.MainContainer = "tpyo"
 			return job
 		}},
-		{name: "blocked by a pod holding the launcher's name", status: true, setup: func(f *fixture) *kubeflow.MPIJob {
+		{name: "blocked by a pod holding the launcher's name", status: true, outcome: "Blocked ErrResourceExists", setup: func(f *fixture) *kubeflow.MPIJob {
 			job := elasticJob(f, 2, 1)
 			launcherOf(f).OwnerReferences = nil
 			return job

@@ -24,6 +24,11 @@ type guardState struct {
 	// (stopWorkers): empty discover_hosts.sh, delete workers, suspend the
 	// launcher Job.
 	windDown bool
+	// untouched: the sync writes nothing, not even the status.
+	untouched bool
+	// outcome is the condition, "<type> <reason>", that the job's status
+	// holds True after the sync.
+	outcome string
 }
 
 // wakeEvent is something that brings a job to the sync: apply changes the
@@ -62,8 +67,13 @@ func TestEarlyExitsWriteNothing(t *testing.T) {
 				}
 				var extra []action
 				for _, a := range append(f.writes(), f.groups.writes...) {
-					if !allowed(a, state.windDown) {
+					if !state.allows(a) {
 						extra = append(extra, a)
+					}
+				}
+				if typ, reason, ok := strings.Cut(state.outcome, " "); ok {
+					if got := f.condition(v2beta1.JobConditionType(typ)); got != "True "+reason {
+						t.Errorf("%s = %q, want True %s", typ, got, reason)
 					}
 				}
 				if len(extra) > 0 {
@@ -77,12 +87,14 @@ func TestEarlyExitsWriteNothing(t *testing.T) {
 	}
 }
 
-// allowed tells whether a sync stopped by an early exit may write a.
-func allowed(a action, windDown bool) bool {
-	if a == statusUpdate() {
+// allows tells whether a sync stopped by the early exit may write a.
+func (s guardState) allows(a action) bool {
+	switch {
+	case s.untouched:
+		return false
+	case a == statusUpdate():
 		return true
-	}
-	if !windDown {
+	case !s.windDown:
 		return false
 	}
 	switch a.verb + " " + a.resource {
@@ -150,37 +162,37 @@ func launcherConditions(f *fixture, status batchv1.JobStatus, conds ...batchv1.J
 
 func guardStates() []guardState {
 	return []guardState{
-		{name: "suspended", windDown: true, setup: func(t *testing.T, f *fixture) {
+		{name: "suspended", outcome: "Suspended MPIJobSuspended", windDown: true, setup: func(t *testing.T, f *fixture) {
 			elasticBase(t, f)
 			f.updateJob(suspend(true))
 		}},
-		{name: "finished", setup: func(t *testing.T, f *fixture) {
+		{name: "finished", outcome: "Succeeded MPIJobSucceeded", setup: func(t *testing.T, f *fixture) {
 			elasticBase(t, f)
 			launcherConditions(f, batchv1.JobStatus{Succeeded: 1}, batchv1.JobSuccessCriteriaMet, batchv1.JobComplete)
 			f.step()
 		}},
-		{name: "deadline passed, launcher pod stopping", setup: func(t *testing.T, f *fixture) {
+		{name: "deadline passed, launcher pod stopping", outcome: "Failed DeadlineExceeded", setup: func(t *testing.T, f *fixture) {
 			elasticBase(t, f, func(j *v2beta1.MPIJob) { j.Spec.RunPolicy.ActiveDeadlineSeconds = ptr[int64](60) })
 			launcherConditions(f, batchv1.JobStatus{Active: 1}, batchv1.JobFailureTarget)
 		}},
-		{name: "deadline passed", setup: func(t *testing.T, f *fixture) {
+		{name: "deadline passed", outcome: "Failed DeadlineExceeded", setup: func(t *testing.T, f *fixture) {
 			elasticBase(t, f, func(j *v2beta1.MPIJob) { j.Spec.RunPolicy.ActiveDeadlineSeconds = ptr[int64](60) })
 			launcherConditions(f, batchv1.JobStatus{Failed: 1}, batchv1.JobFailureTarget, batchv1.JobFailed)
 		}},
-		{name: "launcher Job succeeding, its pod stopping", setup: func(t *testing.T, f *fixture) {
+		{name: "launcher Job succeeding, its pod stopping", outcome: "Succeeded MPIJobSucceeded", setup: func(t *testing.T, f *fixture) {
 			elasticBase(t, f)
 			launcherConditions(f, batchv1.JobStatus{Active: 1}, batchv1.JobSuccessCriteriaMet)
 		}},
-		{name: "launcher Job succeeded", setup: func(t *testing.T, f *fixture) {
+		{name: "launcher Job succeeded", outcome: "Succeeded MPIJobSucceeded", setup: func(t *testing.T, f *fixture) {
 			elasticBase(t, f)
 			launcherConditions(f, batchv1.JobStatus{Succeeded: 1}, batchv1.JobSuccessCriteriaMet, batchv1.JobComplete)
 		}},
-		{name: "launcher Job failed", setup: func(t *testing.T, f *fixture) {
+		{name: "launcher Job failed", outcome: "Failed BackoffLimitExceeded", setup: func(t *testing.T, f *fixture) {
 			elasticBase(t, f)
 			f.setLauncherStatus(batchv1.JobStatus{Failed: 2, Conditions: []batchv1.JobCondition{
 				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"}}})
 		}},
-		{name: "evicted worker of a fixed job", setup: func(t *testing.T, f *fixture) {
+		{name: "evicted worker of a fixed job", outcome: "Failed MPIJobEvicted", setup: func(t *testing.T, f *fixture) {
 			f.start(storedJob(3))
 			runningJob(t, f, "job-worker-0", "job-worker-1")
 			p := f.pod("job-worker-0")
@@ -188,7 +200,7 @@ func guardStates() []guardState {
 			_, err := f.kube.CoreV1().Pods("ns").UpdateStatus(f.ctx, p, metaUpdate)
 			must(t, err)
 		}},
-		{name: "below minReplicas for too long", setup: func(t *testing.T, f *fixture) {
+		{name: "below minReplicas for too long", outcome: "Failed WorkersBelowMinimum", setup: func(t *testing.T, f *fixture) {
 			f.start(storedJob(4, withElastic(3, 8)))
 			runningJob(t, f, "job-worker-0", "job-worker-1", "job-worker-2")
 			f.setPhase(corev1.PodPending, "job-worker-1", "job-worker-2")
@@ -200,24 +212,24 @@ func guardStates() []guardState {
 			_, err = f.kube.CoreV1().ConfigMaps("ns").Update(f.ctx, cm, metaUpdate)
 			must(t, err)
 		}},
-		{name: "invalid spec held", setup: func(t *testing.T, f *fixture) {
+		{name: "invalid spec held", outcome: "Blocked InvalidMPIJobSpec", setup: func(t *testing.T, f *fixture) {
 			elasticBase(t, f)
 			f.updateJob(func(j *v2beta1.MPIJob) {
 				j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeLauncher].Template.Spec.Containers = nil
 			})
 		}},
-		{name: "blocked by a launcher Job of someone else's", setup: func(t *testing.T, f *fixture) {
+		{name: "blocked by a launcher Job of someone else's", outcome: "Blocked ErrResourceExists", setup: func(t *testing.T, f *fixture) {
 			elasticBase(t, f)
 			lj := f.launcherJob()
 			lj.OwnerReferences = nil
 			_, err := f.kube.BatchV1().Jobs("ns").Update(f.ctx, lj, metaUpdate)
 			must(t, err)
 		}},
-		{name: "being deleted", setup: func(t *testing.T, f *fixture) {
+		{name: "being deleted", untouched: true, setup: func(t *testing.T, f *fixture) {
 			elasticBase(t, f)
 			f.updateJob(func(j *v2beta1.MPIJob) { j.DeletionTimestamp = &metav1.Time{Time: testNow} })
 		}},
-		{name: "managed by another controller", setup: func(t *testing.T, f *fixture) {
+		{name: "managed by another controller", untouched: true, setup: func(t *testing.T, f *fixture) {
 			elasticBase(t, f)
 			f.updateJob(func(j *v2beta1.MPIJob) { j.Spec.RunPolicy.ManagedBy = ptr("kueue.x-k8s.io/multikueue") })
 		}},
