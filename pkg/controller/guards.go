@@ -17,13 +17,13 @@ import (
 // main sync would only fail, hold or wind down. A guard added here holds
 // for both.
 
-// exit is how a sync ends that checkJob stopped short of acting on the
+// earlyExit is how a sync ends that checkJob stopped short of acting on the
 // job's plan, or exitNone when nothing stopped it.
-type exit int
+type earlyExit int
 
 const (
 	// exitNone: the job runs, and the sync acts on its plan.
-	exitNone exit = iota
+	exitNone earlyExit = iota
 	// exitDeleted: the job is being deleted; nothing is written, not even
 	// its status.
 	exitDeleted
@@ -39,7 +39,7 @@ const (
 	exitWindDown
 )
 
-func (e exit) String() string {
+func (e earlyExit) String() string {
 	switch e {
 	case exitNone:
 		return "none"
@@ -52,13 +52,13 @@ func (e exit) String() string {
 	case exitWindDown:
 		return "finished"
 	}
-	return fmt.Sprintf("exit(%d)", int(e))
+	return fmt.Sprintf("earlyExit(%d)", int(e))
 }
 
 // observed is what checkJob read of a job: a defaulted copy of it, whose
 // status records what the early exits found, and its pods in the cache.
-// The workers, the bookkeeping and the minReplicas clock are filled for a
-// job that runs only.
+// The workers, the bookkeeping and the minReplicas clock are filled only
+// for a job that has not finished, which the sync may act on.
 type observed struct {
 	job      *kubeflow.MPIJob
 	launcher *corev1.Pod
@@ -76,7 +76,7 @@ type observed struct {
 // the copy it returns, which only the main sync writes. An error (a spec
 // that holds a started job, a child's name held by someone else, a cache
 // failure) comes with exitRecord.
-func (c *MPIJobController) checkJob(shared *kubeflow.MPIJob, now metav1.Time) (*observed, exit, error) {
+func (c *MPIJobController) checkJob(shared *kubeflow.MPIJob, now metav1.Time) (*observed, earlyExit, error) {
 	if shared.DeletionTimestamp != nil {
 		return nil, exitDeleted, nil
 	}

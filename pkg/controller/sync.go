@@ -93,7 +93,7 @@ func (c *MPIJobController) forget(key, ns, name string) {
 	c.expectations.Forget(key)
 	c.statusWrites.Forget(key)
 	c.countChanges.Forget(key)
-	c.scaleSteps.forget(key)
+	c.scaleSteps.Forget(key)
 	c.cmWrites.forget(key)
 	c.refreshes.forget(key)
 }
@@ -102,7 +102,7 @@ func (c *MPIJobController) forget(key, ns, name string) {
 // one down, and records the outcome in its status, which the caller
 // writes. It returns the workers to create, which the caller creates once
 // it has released the job's lock.
-func (c *MPIJobController) reconcile(ctx context.Context, obs *observed, exit exit, now metav1.Time) (time.Duration, creation, error) {
+func (c *MPIJobController) reconcile(ctx context.Context, obs *observed, exit earlyExit, now metav1.Time) (time.Duration, creation, error) {
 	switch exit {
 	case exitNone:
 		requeue, create, err := c.reconcileActive(ctx, obs, now)
