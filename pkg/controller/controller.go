@@ -30,6 +30,7 @@ import (
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
 	mpischeme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
 	listers "github.com/kubeflow/mpi-operator/pkg/client/listers/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
@@ -97,7 +98,7 @@ type MPIJobController struct {
 	// show (launcher.go).
 	refreshes launcherRefreshes
 	// scaleSteps keeps one event per scale step (pods.go).
-	scaleSteps scaleSteps
+	scaleSteps engine.ScaleSteps
 }
 
 // The event recorder resolves MPIJobs through client-go's scheme, which

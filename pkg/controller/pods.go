@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +11,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
@@ -22,13 +21,9 @@ import (
 // jobs wait to have their running workers listed.
 const maxCreatesPerSync = 32
 
-// Event reasons of the worker lifecycle.
-const (
-	eventScalingUp    = "WorkersScalingUp"
-	eventDraining     = "WorkersDraining"
-	eventScaledDown   = "WorkersScaledDown"
-	eventDeletingPods = "DeletingPods"
-)
+// eventDeletingPods is the reason of the event of a finished job's pods
+// being deleted; the workers' own events are the engine's.
+const eventDeletingPods = "DeletingPods"
 
 // creation is what a sync creates once it has released the job's lock: the
 // workers of the given indices, of the planned ones (all the step needs),
@@ -69,41 +64,13 @@ func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJ
 			created[i] = indices[d]
 		}
 		klog.FromContext(ctx).V(2).Info("Created workers", "indices", created)
-		if c.scaleSteps.first(job) {
-			c.recorder.Eventf(job, corev1.EventTypeNormal, eventScalingUp, "Scaling up to %d worker(s): creating %s",
-				desiredWorkers(job), summarize(workerNames(job, create.planned)))
+		if e, first := c.scaleSteps.Created(jobKey(job), job.UID, job.Generation, int(desiredWorkers(job)),
+			workerNames(job, create.planned)); first {
+			c.recorder.Event(job, corev1.EventTypeNormal, e.Reason, e.Message)
 			metrics.WorkerResizes.WithLabelValues("up").Inc()
 		}
 	}
 	return err
-}
-
-// scaleSteps remembers, per job, the last scale step announced, so that a
-// step whose workers are created over several syncs has one event. A step
-// is a generation of the job's spec: the replica change that made it.
-type scaleSteps struct{ last sync.Map } // job key -> "<uid>/<generation>"
-
-// first tells whether job's current step has not been announced yet, and
-// records it as announced.
-func (s *scaleSteps) first(job *kubeflow.MPIJob) bool {
-	step := fmt.Sprintf("%s/%d", job.UID, job.Generation)
-	prev, loaded := s.last.Swap(jobKey(job), step)
-	return !loaded || prev.(string) != step
-}
-
-// forget drops what is remembered of a job that is gone.
-func (s *scaleSteps) forget(key string) { s.last.Delete(key) }
-
-// maxNamesInEvent bounds the worker names an event lists.
-const maxNamesInEvent = 10
-
-// summarize lists names, the first maxNamesInEvent of them and a count of
-// the rest, so that the event of a step of a thousand workers stays short.
-func summarize(names []string) string {
-	if len(names) <= maxNamesInEvent {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxNamesInEvent], ", "), len(names)-maxNamesInEvent)
 }
 
 // markDraining takes the given workers out of discover_hosts.sh: the mark is
@@ -122,8 +89,8 @@ func (c *MPIJobController) markDraining(ctx context.Context, w writePath, job *k
 	})
 	if names := podNames(pods, done); len(names) > 0 {
 		klog.FromContext(ctx).V(2).Info("Draining workers", "pods", names)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, eventDraining, "Scaling down to %d worker(s): %s left discover_hosts.sh and will be deleted in %v",
-			desiredWorkers(job), summarize(names), drainPeriod(job))
+		e := engine.Draining(int(desiredWorkers(job)), names, drainPeriod(job))
+		c.recorder.Event(job, corev1.EventTypeNormal, e.Reason, e.Message)
 	}
 	return err
 }
@@ -141,14 +108,12 @@ func (c *MPIJobController) deleteWorkers(ctx context.Context, job *kubeflow.MPIJ
 		klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", names)
 		metrics.WorkerResizes.WithLabelValues("down").Inc()
 	}
-	var unannounced []string
-	for _, i := range done {
-		if _, drained := pods[i].Annotations[elastic.AnnotationDrainingSince]; !drained {
-			unannounced = append(unannounced, pods[i].Name)
-		}
+	deleted := make([]*corev1.Pod, len(done))
+	for i, d := range done {
+		deleted[i] = pods[d]
 	}
-	if len(unannounced) > 0 {
-		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScaledDown, "Deleted %d worker(s): %s", len(unannounced), summarize(unannounced))
+	if e, ok := engine.Deleted(deleted); ok {
+		c.recorder.Event(job, corev1.EventTypeNormal, e.Reason, e.Message)
 	}
 	return err
 }

@@ -93,7 +93,7 @@ func (c *MPIJobController) forget(key, ns, name string) {
 	c.expectations.Forget(key)
 	c.statusWrites.Forget(key)
 	c.countChanges.Forget(key)
-	c.scaleSteps.forget(key)
+	c.scaleSteps.Forget(key)
 	c.cmWrites.forget(key)
 	c.refreshes.forget(key)
 }

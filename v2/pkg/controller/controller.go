@@ -28,6 +28,7 @@ import (
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanolisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
@@ -76,6 +77,8 @@ type MPIJobController struct {
 
 	// written remembers the controller's last status write of each job.
 	written reconcile.StatusWrites
+	// scaleSteps keeps one event per scale step (workers.go).
+	scaleSteps engine.ScaleSteps
 }
 
 // The event recorder resolves MPIJobs through client-go's scheme, which

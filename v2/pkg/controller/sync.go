@@ -63,6 +63,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 func (c *MPIJobController) forget(key, ns, name string) {
 	c.expectations.Forget(key)
 	c.written.Forget(key)
+	c.scaleSteps.Forget(key)
 	metrics.JobInfo.DeleteLabelValues(name+launcherSuffix, ns)
 }
 

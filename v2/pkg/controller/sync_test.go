@@ -59,7 +59,7 @@ func TestNewJobGetsItsChildrenAndStatus(t *testing.T) {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 	wantEvents := []string{
-		"Normal WorkersScalingUp Created 2 worker(s): [job-worker-0 job-worker-1]",
+		"Normal WorkersScalingUp Scaling up to 2 worker(s): creating job-worker-0, job-worker-1",
 		"Normal MPIJobCreated MPIJob ns/job is created.",
 	}
 	if diff := cmp.Diff(wantEvents, f.events()); diff != "" {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
@@ -21,13 +22,9 @@ import (
 // wait; the pod events of those created bring the job back for the rest.
 const createsPerSync = 32
 
-// Event reasons of the workers' life cycle.
-const (
-	eventScalingUp      = "WorkersScalingUp"
-	eventDraining       = "WorkersDraining"
-	eventScaledDown     = "WorkersScaledDown"
-	eventWorkerReplaced = "WorkerReplaced"
-)
+// eventWorkerReplaced is the reason of the event of a failed worker
+// replaced; the scale events are the engine's.
+const eventWorkerReplaced = "WorkerReplaced"
 
 // workerOutcome is what the workers' step tells the steps after it.
 type workerOutcome struct {
@@ -46,14 +43,10 @@ type workerOutcome struct {
 // workerSpec is what the planner needs to know of the job. A Running
 // worker is listed only once its name resolves.
 func workerSpec(job *v2beta1.MPIJob, names resolvable) elastic.Spec {
-	drain := v2beta1.DefaultDrainSeconds
-	if ep := job.Spec.ElasticPolicy; ep != nil {
-		drain = *ep.DrainSeconds
-	}
 	return elastic.Spec{
 		Elastic:     job.Spec.ElasticPolicy != nil,
 		Replicas:    int(workerReplicas(job)),
-		DrainPeriod: time.Duration(drain) * time.Second,
+		DrainPeriod: drainPeriod(job),
 		WorkerName:  func(i int) string { return workerName(job, i) },
 		Listable:    names.listable,
 	}
@@ -94,6 +87,7 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 		plan.Create, plan.Drain, plan.Remove = nil, nil, nil
 		out.requeue = elastic.Sooner(out.requeue, reconcile.ExpectationsTimeout)
 	}
+	planned := plan.Create
 	plan.Create = plan.Create[:min(len(plan.Create), createsPerSync)]
 
 	if err := c.markDraining(ctx, job, plan.Drain, now); err != nil {
@@ -108,7 +102,7 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 		}
 		out.files = files
 	}
-	created, err := c.createWorkers(ctx, job, plan.Create)
+	created, err := c.createWorkers(ctx, job, plan.Create, planned)
 	if err != nil {
 		return out, err
 	}
@@ -131,6 +125,15 @@ func (c *MPIJobController) cachedConfigMap(job *v2beta1.MPIJob) *corev1.ConfigMa
 	return cm
 }
 
+// drainPeriod is how long a victim stays after it left discover_hosts.sh.
+func drainPeriod(job *v2beta1.MPIJob) time.Duration {
+	drain := v2beta1.DefaultDrainSeconds
+	if ep := job.Spec.ElasticPolicy; ep != nil {
+		drain = *ep.DrainSeconds
+	}
+	return time.Duration(drain) * time.Second
+}
+
 // minReplicasClock is where an elastic job stands against its minReplicas;
 // the clock runs only once the job has run.
 func minReplicasClock(job *v2beta1.MPIJob, ws []elastic.Worker, recorded elastic.State, now time.Time) elastic.MinReplicasClock {
@@ -141,23 +144,25 @@ func minReplicasClock(job *v2beta1.MPIJob, ws []elastic.Worker, recorded elastic
 	return elastic.MinReplicasClock{}
 }
 
-// createWorkers creates the workers of the given indices in batches that
-// start at one pod and double, as the Job controller's do, and returns the
-// indices created.
-func (c *MPIJobController) createWorkers(ctx context.Context, job *v2beta1.MPIJob, indices []int) ([]int, error) {
+// createWorkers creates the workers of the given indices, of the planned
+// ones (all the step creates), in batches that start at one pod and double,
+// as the Job controller's do, and returns the indices created.
+func (c *MPIJobController) createWorkers(ctx context.Context, job *v2beta1.MPIJob, indices, planned []int) ([]int, error) {
 	done, err := reconcile.InBatches(len(indices), 1, func(i int) error {
 		_, err := c.pods.Create(ctx, owner(job), newWorker(job, indices[i], c.gang, c.cfg.ClusterDomain))
 		return err
 	})
 	created := make([]int, len(done))
-	names := make([]string, len(done))
 	for i, d := range done {
-		created[i], names[i] = indices[d], workerName(job, indices[d])
+		created[i] = indices[d]
 	}
 	if len(created) > 0 {
 		klog.FromContext(ctx).V(2).Info("Created workers", "indices", created)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScalingUp, "Created %d worker(s): %v", len(names), names)
-		metrics.WorkerResizes.WithLabelValues("up").Inc()
+		if e, first := c.scaleSteps.Created(jobKey(job), job.UID, job.Generation, int(workerReplicas(job)),
+			workerNames(job, planned)); first {
+			c.recorder.Event(job, corev1.EventTypeNormal, e.Reason, e.Message)
+			metrics.WorkerResizes.WithLabelValues("up").Inc()
+		}
 	}
 	return created, err
 }
@@ -166,37 +171,48 @@ func (c *MPIJobController) createWorkers(ctx context.Context, job *v2beta1.MPIJo
 // on the pod itself, so that it outlives a restart of the controller.
 func (c *MPIJobController) markDraining(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, now metav1.Time) error {
 	since := now.UTC().Format(time.RFC3339Nano)
-	names, err := c.onPods(pods, func(p *corev1.Pod) error {
+	marked, err := c.onPods(pods, func(p *corev1.Pod) error {
 		_, err := c.pods.Annotate(ctx, owner(job), p, elastic.AnnotationDrainingSince, since)
 		return err
 	})
-	if len(names) > 0 {
+	if names := podNames(marked); len(names) > 0 {
 		klog.FromContext(ctx).V(2).Info("Draining workers", "pods", names)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, eventDraining, "Draining %d worker(s) before deletion: %v", len(names), names)
+		e := engine.Draining(int(workerReplicas(job)), names, drainPeriod(job))
+		c.recorder.Event(job, corev1.EventTypeNormal, e.Reason, e.Message)
 	}
 	return err
 }
 
 // deleteWorkers deletes workers that discover_hosts.sh no longer lists.
 func (c *MPIJobController) deleteWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod) error {
-	names, err := c.onPods(pods, func(p *corev1.Pod) error { return c.pods.Delete(ctx, owner(job), p) })
-	if len(names) > 0 {
-		klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", names)
-		c.recorder.Eventf(job, corev1.EventTypeNormal, eventScaledDown, "Deleted %d worker(s): %v", len(names), names)
+	deleted, err := c.onPods(pods, func(p *corev1.Pod) error { return c.pods.Delete(ctx, owner(job), p) })
+	if len(deleted) > 0 {
+		klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", podNames(deleted))
 		metrics.WorkerResizes.WithLabelValues("down").Inc()
+	}
+	if e, ok := engine.Deleted(deleted); ok {
+		c.recorder.Event(job, corev1.EventTypeNormal, e.Reason, e.Message)
 	}
 	return err
 }
 
 // onPods calls write for each pod, in parallel batches of the largest size,
-// and returns the names of the pods it succeeded for.
-func (c *MPIJobController) onPods(pods []*corev1.Pod, write func(*corev1.Pod) error) ([]string, error) {
+// and returns the pods it succeeded for.
+func (c *MPIJobController) onPods(pods []*corev1.Pod, write func(*corev1.Pod) error) ([]*corev1.Pod, error) {
 	done, err := reconcile.InBatches(len(pods), reconcile.MaxBatch, func(i int) error { return write(pods[i]) })
-	names := make([]string, len(done))
+	out := make([]*corev1.Pod, len(done))
 	for i, d := range done {
-		names[i] = pods[d].Name
+		out[i] = pods[d]
 	}
-	return names, err
+	return out, err
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Name
+	}
+	return names
 }
 
 // stopWorkers deletes the given workers of a job that stops using them
@@ -264,4 +280,12 @@ func (c *MPIJobController) reportReplacement(job *v2beta1.MPIJob, r elastic.Repl
 	}
 	c.recorder.Eventf(job, corev1.EventTypeWarning, eventWorkerReplaced, "Worker %s ended (%s) and is out of discover_hosts.sh; %s",
 		r.Failed.Name, cmp.Or(r.Failed.Status.Reason, string(r.Failed.Status.Phase)), outcome)
+}
+
+func workerNames(job *v2beta1.MPIJob, indices []int) []string {
+	names := make([]string, len(indices))
+	for i, idx := range indices {
+		names[i] = workerName(job, idx)
+	}
+	return names
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	kubeflow "github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
@@ -92,8 +94,14 @@ func TestElasticScale(t *testing.T) {
 			t.Errorf("scaling to %d: Resizing came %t and went %t", steps[i], came, went)
 		}
 	}
-	for _, reason := range []string{"WorkersScalingUp", "WorkersDraining", "WorkersScaledDown"} {
-		waitForEvent(t, ns, "elastic", corev1.EventTypeNormal, reason, "")
+	// One event a step; the deletion of drained workers ends the step that
+	// their draining event announced.
+	waitForEvent(t, ns, "elastic", corev1.EventTypeNormal, engine.ReasonScalingUp, "Scaling up to ")
+	waitForEvent(t, ns, "elastic", corev1.EventTypeNormal, engine.ReasonDraining, "left discover_hosts.sh and will be deleted in")
+	for _, e := range jobEvents(t, ns, "elastic") {
+		if strings.HasPrefix(e, corev1.EventTypeNormal+"/"+engine.ReasonScaledDown) {
+			t.Errorf("event %q: only the draining event announces drained workers", e)
+		}
 	}
 	if spec := getJob(t, ns, "elastic").Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas; *spec != 1 {
 		t.Errorf("Worker.replicas is %d, want 1", *spec)
