@@ -14,21 +14,27 @@
 //     replica map, where no marker can reach, get the bounds the
 //     controller relies on (see apis and commonBounds): the run policy's values, container
 //     names that are DNS labels, at most MaxWorkers workers;
-//   - the versions that other installs stored objects in are listed,
-//     unserved and not as the storage version, with a schema that keeps
-//     whatever their objects hold. The API server refuses a CRD update that
-//     drops a version still named in status.storedVersions, so without
-//     them the CRD would not apply over such an install. They are not
-//     served because a version without a full schema would let anyone who
-//     may create MPIJobs store, through it, a field of the wrong type that
-//     the operator's typed client cannot decode; the CRD has no conversion
-//     webhook, so every version's objects are read as the served one's.
-//     (A full schema per old version would not fit the last-applied
-//     annotation of a client-side kubectl apply.) The jobs stored in them
-//     stay readable through the served version. What it costs: a child
-//     that names its owner through an unserved version is not collected
-//     by the garbage collector when that owner is deleted, since the
-//     collector cannot look the owner up through that version.
+//   - the versions that other installs stored objects in are listed, not as
+//     the storage version, with a schema that keeps whatever their objects
+//     hold. The API server refuses a CRD update that drops a version still
+//     named in status.storedVersions, so without them the CRD would not
+//     apply over such an install. The v1 CRD keeps them served and
+//     deprecated: the children of those objects name their owner through
+//     them, and the garbage collector looks the owner up through the
+//     apiVersion of the ownerReference; through a version that is not
+//     served it cannot, and the collector of Kubernetes 1.35 may take a
+//     lookup through a mapping it has not rediscovered yet for the owner's
+//     absence and delete the children of a running job. Served, they are
+//     read-only: rules refuse a create through them and an update that
+//     changes the spec or the status, so that nothing can be stored
+//     through them that the v1 operator's typed client cannot decode,
+//     while reads, deletions and metadata-only writes (the garbage
+//     collector's) go through. The v2beta1 CRD lists them unserved:
+//     served, v1 would be the version kubectl picks for a bare "mpijob"
+//     (discovery prefers a GA version to a beta one), which has neither
+//     this API's schema nor its scale subresource; the jobs stored in it
+//     stay readable through v2beta1, and the v2beta1 operator's children
+//     name their owner through v2beta1.
 //
 // The API version of the input chooses what it does (see apis): the v1
 // operator's CRD keeps v1alpha2 and v2beta1, which upstream's installs
@@ -135,7 +141,11 @@ func run(in io.Reader, out io.Writer, maxWorkers int64) error {
 		}
 	}
 	for _, legacy := range a.legacyVersions {
-		versions = append(versions, legacyVersion(legacy))
+		warning := ""
+		if a.legacyWarning != nil {
+			warning = a.legacyWarning(legacy)
+		}
+		versions = append(versions, legacyVersion(legacy, warning))
 	}
 	crd["spec"].(map[string]any)["versions"] = versions
 	trimmed, err := yaml.Marshal(crd)
@@ -155,8 +165,10 @@ type api struct {
 	// gets (see commonBounds).
 	bounds func(maxWorkers int64) []bound
 	// legacyVersions are the other versions that installs stored objects
-	// in, listed unserved.
+	// in; legacyWarning is the deprecation warning of each, when they stay
+	// served, and nil when they are listed unserved.
 	legacyVersions []string
+	legacyWarning  func(legacy string) string
 }
 
 // replicaDescriptions describe the two replica types.
@@ -185,9 +197,11 @@ var apis = map[string]api{
 				{"runPolicy.ttlSecondsAfterFinished", map[string]any{"minimum": 0}},
 			}, commonBounds(maxWorkers)...)
 		},
-		// Upstream's v0.3.0 installs served v1alpha2 and v2beta1 beside v1
-		// and its later ones store v2beta1.
 		legacyVersions: []string{"v1alpha2", "v2beta1"},
+		legacyWarning: func(legacy string) string {
+			return "kubeflow.org/" + legacy + " MPIJob is served only to keep the jobs of an upstream install; " +
+				"the mpi-operator of this installation runs kubeflow.org/v1 MPIJobs and leaves " + legacy + " ones alone"
+		},
 	},
 	// The v2beta1 types carry markers for their own fields; only what lies
 	// below the replica map is left to crdtrim.
@@ -197,27 +211,62 @@ var apis = map[string]api{
 		bounds:   commonBounds,
 		// v1alpha2 and v1 were served, beside v2beta1, by upstream's
 		// v0.3.0 kustomize install; this repository's v1 install stores
-		// its jobs as v1.
+		// its jobs as v1. They are listed, not served (see the package
+		// comment).
 		legacyVersions: []string{"v1", "v1alpha2"},
 	},
 }
 
 // legacyVersion lists a version of another install only so that its
-// objects survive this CRD: unserved, not the storage version, with a
-// status subresource and a schema that keeps whatever those objects hold.
-func legacyVersion(name string) map[string]any {
-	return map[string]any{
+// objects survive this CRD: not the storage version, with a status
+// subresource and a schema that keeps whatever those objects hold. With a
+// warning it stays served, deprecated and read-only (see unchanged);
+// without one it is not served.
+func legacyVersion(name, warning string) map[string]any {
+	schema := map[string]any{
+		"type":                                 "object",
+		"x-kubernetes-preserve-unknown-fields": true,
+	}
+	v := map[string]any{
 		"name":         name,
-		"served":       false,
+		"served":       warning != "",
 		"storage":      false,
 		"subresources": map[string]any{"status": map[string]any{}},
-		"schema": map[string]any{
-			"openAPIV3Schema": map[string]any{
-				"type":                                 "object",
-				"x-kubernetes-preserve-unknown-fields": true,
-			},
-		},
+		"schema":       map[string]any{"openAPIV3Schema": schema},
 	}
+	if warning != "" {
+		v["deprecated"] = true
+		v["deprecationWarning"] = warning
+		// A create has no old object: the rule refuses it.
+		schema["x-kubernetes-validations"] = []any{map[string]any{
+			"rule":            "oldSelf.hasValue()",
+			"optionalOldSelf": true,
+			"message":         readOnlyMessage(name, "create"),
+		}}
+		schema["properties"] = map[string]any{"spec": unchanged(name, "spec"), "status": unchanged(name, "status")}
+	}
+	return v
+}
+
+// unchanged is the schema of a served legacy version's spec or status: an
+// object that keeps whatever it holds, and a rule that refuses an update
+// that changes it, so that metadata-only writes (the garbage collector's)
+// pass.
+func unchanged(version, field string) map[string]any {
+	return map[string]any{
+		"type":                                 "object",
+		"x-kubernetes-preserve-unknown-fields": true,
+		"x-kubernetes-validations": []any{map[string]any{
+			"rule":    "self == oldSelf",
+			"message": readOnlyMessage(version, "write the "+field+" of"),
+		}},
+	}
+}
+
+// readOnlyMessage says that version is read-only and what to do instead.
+func readOnlyMessage(version, what string) string {
+	return fmt.Sprintf("kubeflow.org/%s MPIJobs are read-only in this installation: %s MPIJobs through kubeflow.org/v1",
+		version, what)
 }
 
 // dnsLabel is the pattern of a container name, which Kubernetes requires

@@ -105,6 +105,7 @@ func TestRun(t *testing.T) {
 		// whose types carry markers.
 		runPolicy map[string]any
 		legacy    []string
+		warning   string // of the legacy version v9
 	}{
 		{
 			version: "v1",
@@ -116,6 +117,8 @@ func TestRun(t *testing.T) {
 				"ttlSecondsAfterFinished": map[string]any{"type": "integer", "minimum": float64(0)},
 			},
 			legacy: []string{"v1alpha2", "v2beta1"},
+			warning: "kubeflow.org/v9 MPIJob is served only to keep the jobs of an upstream install; " +
+				"the mpi-operator of this installation runs kubeflow.org/v1 MPIJobs and leaves v9 ones alone",
 		},
 		{
 			version: "v2beta1",
@@ -141,6 +144,9 @@ func TestRun(t *testing.T) {
 			}
 			checkTrimmed(t, crd, tc.version, tc.worker, tc.runPolicy)
 			checkLegacyVersions(t, crd, tc.version, tc.legacy)
+			if warn := apis[tc.version].legacyWarning; (warn != nil) != (tc.warning != "") || warn != nil && warn("v9") != tc.warning {
+				t.Errorf("deprecation warning of v9: want %q", tc.warning)
+			}
 		})
 	}
 }
@@ -229,8 +235,9 @@ func checkTrimmed(t *testing.T, crd map[string]any, version, worker string, runP
 	}
 }
 
-// checkLegacyVersions checks that the versions of other installs are
-// listed after the API's own, unserved, with a schema that keeps anything.
+// checkLegacyVersions checks that the versions of other installs follow
+// the API's own: for v1 served (their objects' children name their owner
+// through them), deprecated and read-only, for v2beta1 not served.
 func checkLegacyVersions(t *testing.T, crd map[string]any, version string, legacy []string) {
 	t.Helper()
 	versions := dig(crd, "spec", "versions").([]any)
@@ -243,12 +250,31 @@ func checkLegacyVersions(t *testing.T, crd map[string]any, version string, legac
 	}
 	for _, v := range versions[1:] {
 		name := dig(v, "name").(string)
+		served := apis[version].legacyWarning != nil
 		wantVersion := map[string]any{
-			"name": name, "served": false, "storage": false,
+			"name": name, "served": served, "storage": false,
 			"subresources": map[string]any{"status": map[string]any{}},
 			"schema": map[string]any{"openAPIV3Schema": map[string]any{
 				"type": "object", "x-kubernetes-preserve-unknown-fields": true,
 			}},
+		}
+		if served {
+			wantVersion["deprecated"] = true
+			wantVersion["deprecationWarning"] = apis[version].legacyWarning(name)
+			message := func(what string) string {
+				return "kubeflow.org/" + name + " MPIJobs are read-only in this installation: " + what + " MPIJobs through kubeflow.org/v1"
+			}
+			unchanged := func(field string) map[string]any {
+				return map[string]any{
+					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+					"x-kubernetes-validations": []any{map[string]any{"rule": "self == oldSelf", "message": message("write the " + field + " of")}},
+				}
+			}
+			schema := wantVersion["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)
+			schema["properties"] = map[string]any{"spec": unchanged("spec"), "status": unchanged("status")}
+			schema["x-kubernetes-validations"] = []any{map[string]any{
+				"rule": "oldSelf.hasValue()", "optionalOldSelf": true, "message": message("create"),
+			}}
 		}
 		if diff := cmp.Diff(wantVersion, v); diff != "" {
 			t.Errorf("legacy version (-want +got):\n%s", diff)

@@ -64,7 +64,7 @@ func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJ
 			created[i] = indices[d]
 		}
 		klog.FromContext(ctx).V(2).Info("Created workers", "indices", created)
-		if e, first := c.scaleSteps.Created(jobKey(job), job.UID, job.Generation, int(desiredWorkers(job)),
+		if e, first := c.scaleSteps.Created(jobKey(job), job.UID, job.Generation, desiredWorkers(job),
 			workerNames(job, create.planned)); first {
 			c.recorder.Event(job, corev1.EventTypeNormal, e.Reason, e.Message)
 			metrics.WorkerResizes.WithLabelValues("up").Inc()
@@ -89,7 +89,7 @@ func (c *MPIJobController) markDraining(ctx context.Context, w writePath, job *k
 	})
 	if names := podNames(pods, done); len(names) > 0 {
 		klog.FromContext(ctx).V(2).Info("Draining workers", "pods", names)
-		e := engine.Draining(int(desiredWorkers(job)), names, drainPeriod(job))
+		e := engine.Draining(desiredWorkers(job), names, drainPeriod(job))
 		c.recorder.Event(job, corev1.EventTypeNormal, e.Reason, e.Message)
 	}
 	return err

@@ -20,19 +20,19 @@ import (
 	"github.com/kubeflow/mpi-operator/test/testcluster"
 )
 
-// legacyMPIJobs is the version that earlier releases of the CRD served with
-// a schema that keeps anything.
+// legacyMPIJobs is a version that earlier releases of the CRD served with
+// a schema that keeps anything, and that this one serves read-only.
 var legacyMPIJobs = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"}
 
 // TestUndecodableJobsAreSkipped stores MPIJobs that the operator cannot
 // decode the way a tenant could under the CRD of an earlier release, which
 // served v2beta1 with a schema that keeps anything: a spec field of the
 // wrong type, and status.startTime set to a number. The CRD of this release
-// refuses both. The controller, started after them (an upgrade, a new
-// leader) and restarted, reconciles the jobs of the other namespaces and
-// leaves a Warning event on each poisoned one; a job poisoned while it
-// runs drops out of the cache the same way, and is taken up again once
-// it is fixed.
+// refuses both, through v1 and through the read-only v2beta1. The
+// controller, started after them (an upgrade, a new leader) and restarted,
+// reconciles the jobs of the other namespaces and leaves a Warning event on
+// each poisoned one; a job poisoned while it runs drops out of the cache
+// the same way, and is taken up again once it is fixed.
 func TestUndecodableJobsAreSkipped(t *testing.T) {
 	ctx := context.Background()
 	tenant, other := newNamespace(t), newNamespace(t)
@@ -42,7 +42,7 @@ func TestUndecodableJobsAreSkipped(t *testing.T) {
 	}
 	legacy := dyn.Resource(legacyMPIJobs)
 
-	serveLegacyVersion(t)
+	serveLegacyVersion(t, legacy, tenant)
 	t.Cleanup(func() {
 		if err := installCRD(); err != nil {
 			t.Errorf("reinstalling the CRD: %v", err)
@@ -59,11 +59,7 @@ func TestUndecodableJobsAreSkipped(t *testing.T) {
 	if err := installCRD(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "v2beta1 not served", func() (bool, error) {
-		_, err := legacy.Namespace(tenant).List(ctx, metav1.ListOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	checkRefusedThroughV1(t, dyn, tenant)
+	checkPoisonRefused(t, dyn, tenant)
 
 	before := testutil.ToFloat64(metrics.UndecodableObjects.WithLabelValues("mpijobs"))
 	stop := startController(t, controller.Config{})
@@ -96,7 +92,7 @@ func TestUndecodableJobsAreSkipped(t *testing.T) {
 	running.Spec.ElasticPolicy = &kubeflow.ElasticPolicy{MinReplicas: ptr[int32](1), MaxReplicas: ptr[int32](3)}
 	createJob(t, running)
 	waitForHosts(t, tenant, "running", hostsOf("running", 0)...)
-	serveLegacyVersion(t)
+	serveLegacyVersion(t, legacy, tenant)
 	patchSlots(t, legacy, tenant, "running", `"many"`)
 	waitForEvents(t, tenant, "running", "Warning/"+tolerant.ReasonUndecodable)
 	scaleWorkers(t, other, "fine", 3)
@@ -137,12 +133,17 @@ func createThroughLegacy(t *testing.T, legacy dynamic.NamespaceableResourceInter
 	})
 }
 
-// serveLegacyVersion serves v2beta1 in the installed CRD.
-func serveLegacyVersion(t *testing.T) {
+// serveLegacyVersion serves v2beta1 with a schema that keeps anything, and
+// waits until the API server takes a create through it.
+func serveLegacyVersion(t *testing.T, legacy dynamic.NamespaceableResourceInterface, ns string) {
 	t.Helper()
-	if err := testcluster.ServeVersion(kubectl, "mpijobs.kubeflow.org", legacyMPIJobs.Version, true); err != nil {
+	if err := testcluster.ServeLoosely(kubectl, "mpijobs.kubeflow.org", legacyMPIJobs.Version); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "v2beta1 served with a schema that keeps anything", func() (bool, error) {
+		_, err := legacy.Namespace(ns).Create(context.Background(), legacyJob(ns, "probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil, nil
+	})
 }
 
 // patchSlots sets spec.slotsPerWorker to the JSON value through the
@@ -155,22 +156,36 @@ func patchSlots(t *testing.T, r dynamic.NamespaceableResourceInterface, ns, name
 	}
 }
 
-// checkRefusedThroughV1 checks that the CRD of this release refuses the
-// same values through v1, naming the field, and serves nothing else.
-func checkRefusedThroughV1(t *testing.T, dyn dynamic.Interface, ns string) {
+// checkPoisonRefused checks that the CRD of this release refuses the poisoned
+// values through v1, naming the field, and any spec or status through the
+// versions it serves read-only, once the API server has the CRD applied.
+func checkPoisonRefused(t *testing.T, dyn dynamic.Interface, ns string) {
 	t.Helper()
+	ctx := context.Background()
 	job := legacyJob(ns, "refused")
 	job.SetAPIVersion("kubeflow.org/v1")
 	job.Object["spec"].(map[string]any)["slotsPerWorker"] = "many"
-	_, err := dyn.Resource(kubeflow.SchemeGroupVersion.WithResource("mpijobs")).Namespace(ns).
-		Create(context.Background(), job, metav1.CreateOptions{})
+	_, err := dyn.Resource(kubeflow.SchemeGroupVersion.WithResource("mpijobs")).Namespace(ns).Create(ctx, job, metav1.CreateOptions{})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.slotsPerWorker") {
 		t.Errorf("creating a job with slotsPerWorker \"many\" through v1: %v, want Invalid naming spec.slotsPerWorker", err)
 	}
 	for _, version := range []string{"v1alpha2", "v2beta1"} {
 		gvr := schema.GroupVersionResource{Group: "kubeflow.org", Version: version, Resource: "mpijobs"}
-		if _, err := dyn.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("listing through %s: %v, want NotFound (not served)", version, err)
+		job := legacyJob(ns, "refused-"+version)
+		job.SetAPIVersion(gvr.GroupVersion().String())
+		waitFor(t, "a create through "+version+" refused as read-only", func() (bool, error) {
+			_, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, job, metav1.CreateOptions{})
+			return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "read-only"), nil
+		})
+		_, err := dyn.Resource(gvr).Namespace(ns).Patch(ctx, "stamped", types.MergePatchType,
+			[]byte(`{"status":{"startTime":43}}`), metav1.PatchOptions{}, "status")
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "read-only") {
+			t.Errorf("patching the status through %s: %v, want Invalid as read-only", version, err)
+		}
+		// What the garbage collector writes, metadata alone, goes through.
+		if _, err := dyn.Resource(gvr).Namespace(ns).Patch(ctx, "stamped", types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"seen-through":"`+version+`"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Errorf("a metadata-only patch through %s: %v", version, err)
 		}
 	}
 }

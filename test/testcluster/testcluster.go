@@ -165,11 +165,12 @@ func (c *Cluster) Fresh(suite string) (stop func(), err error) {
 	}, nil
 }
 
-// ServeVersion serves or stops serving one version of an installed CRD,
-// as a JSON patch of its spec.versions; kubectl runs kubectl against the
-// cluster and returns its combined output. The tests use it to recreate what
-// an earlier CRD let clients store.
-func ServeVersion(kubectl func(args ...string) (string, error), crd, version string, served bool) error {
+// ServeLoosely serves one version of an installed CRD with a schema that
+// keeps anything, as a JSON patch of its spec.versions, the way earlier
+// MPIJob CRDs served their old versions; kubectl runs kubectl against the
+// cluster and returns its combined output. The tests use it to recreate
+// what those CRDs let clients store.
+func ServeLoosely(kubectl func(args ...string) (string, error), crd, version string) error {
 	out, err := kubectl("get", "crd", crd, "-o", "jsonpath={.spec.versions[*].name}")
 	if err != nil {
 		return fmt.Errorf("reading CRD %s: %w\n%s", crd, err, out)
@@ -178,7 +179,9 @@ func ServeVersion(kubectl func(args ...string) (string, error), crd, version str
 	if i < 0 {
 		return fmt.Errorf("CRD %s lists no version %s: %s", crd, version, out)
 	}
-	patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/versions/%d/served","value":%t}]`, i, served)
+	patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/versions/%[1]d/served","value":true},`+
+		`{"op":"replace","path":"/spec/versions/%[1]d/schema/openAPIV3Schema",`+
+		`"value":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}]`, i)
 	if out, err := kubectl("patch", "crd", crd, "--type=json", "-p", patch); err != nil {
 		return fmt.Errorf("patching CRD %s: %w\n%s", crd, err, out)
 	}
