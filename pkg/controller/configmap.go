@@ -84,7 +84,14 @@ func (w *configMapWrites) wait(key string, now time.Time) time.Duration {
 	return max(due.Sub(now), 0)
 }
 
-func (w *configMapWrites) forget(key string) { w.last.Delete(key) }
+// Forget drops the last write of key, a job that is gone.
+func (w *configMapWrites) Forget(key string) { w.last.Delete(key) }
+
+// Holds tells whether a write of key is remembered.
+func (w *configMapWrites) Holds(key string) bool {
+	_, ok := w.last.Load(key)
+	return ok
+}
 
 // recordedState reads the bookkeeping from the job's ConfigMap; the zero
 // state when there is none.

@@ -85,7 +85,7 @@ type MPIJobController struct {
 
 	// runningSince remembers when the controller saw each worker turn
 	// Running, for the discovery latency histogram only.
-	runningSince sync.Map // types.UID -> time.Time
+	runningSince runningSince
 	// statusWrites remembers each job's last status write until the cache
 	// shows it.
 	statusWrites reconcile.StatusWrites
@@ -99,6 +99,9 @@ type MPIJobController struct {
 	refreshes launcherRefreshes
 	// scaleSteps keeps one event per scale step (pods.go).
 	scaleSteps engine.ScaleSteps
+	// memory lists every store above, and the expectations: all that the
+	// controller remembers of a job, forgotten at once when it is deleted.
+	memory reconcile.JobMemory
 }
 
 // The event recorder resolves MPIJobs through client-go's scheme, which
@@ -163,6 +166,8 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		clock:        clk,
 		expectations: reconcile.NewExpectations(clk),
 	}
+	c.memory = reconcile.JobMemory{c.expectations, &c.runningSince, &c.statusWrites, &c.countChanges,
+		&c.cmWrites, &c.refreshes, &c.scaleSteps}
 	c.health = reconcile.NewHealth(clk, c.queue.Len)
 	c.pods = reconcile.PodWrites{Client: c.kubeClient, Lister: c.podLister, Expectations: c.expectations}
 	c.creations = c.pods
@@ -330,10 +335,10 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 	if oldPod.ResourceVersion == newPod.ResourceVersion {
 		return
 	}
-	if newPod.Status.Phase == corev1.PodRunning && oldPod.Status.Phase != corev1.PodRunning {
-		c.runningSince.Store(newPod.UID, c.clock.Now())
-	}
 	if key, ok := ownerKey(newObj); ok {
+		if newPod.Status.Phase == corev1.PodRunning && oldPod.Status.Phase != corev1.PodRunning {
+			c.runningSince.store(key, newPod.UID, c.clock.Now())
+		}
 		c.expectations.Observe(key, newPod)
 		c.queue.Add(key)
 		if discoverabilityChanged(oldPod, newPod) {
@@ -352,8 +357,8 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	if pod == nil {
 		return
 	}
-	c.runningSince.Delete(pod.UID)
 	if key, ok := ownerKey(pod); ok {
+		c.runningSince.take(key, pod.UID)
 		c.expectations.ObserveGone(key, pod.UID)
 		c.queue.Add(key)
 		if discoverabilityChanged(pod, nil) {
@@ -362,11 +367,49 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	}
 }
 
-// takeRunningSince returns and forgets when uid was seen turning Running.
-func (c *MPIJobController) takeRunningSince(uid types.UID) (time.Time, bool) {
-	v, ok := c.runningSince.LoadAndDelete(uid)
-	if !ok {
-		return time.Time{}, false
+// runningSince remembers, per job, when the controller saw each of its
+// workers turn Running. A worker's time is taken when the worker is listed
+// or goes, and a job's times all go with the job.
+type runningSince struct {
+	mu   sync.Mutex
+	jobs map[string]map[types.UID]time.Time // job key -> worker UID -> time
+}
+
+func (r *runningSince) store(key string, uid types.UID, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.jobs == nil {
+		r.jobs = map[string]map[types.UID]time.Time{}
 	}
-	return v.(time.Time), true
+	if r.jobs[key] == nil {
+		r.jobs[key] = map[types.UID]time.Time{}
+	}
+	r.jobs[key][uid] = at
+}
+
+// take returns and forgets when uid, a worker of job key, was seen turning
+// Running.
+func (r *runningSince) take(key string, uid types.UID) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.jobs[key][uid]
+	delete(r.jobs[key], uid)
+	if len(r.jobs[key]) == 0 {
+		delete(r.jobs, key)
+	}
+	return at, ok
+}
+
+// Holds tells whether a worker of key is remembered.
+func (r *runningSince) Holds(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.jobs[key] != nil
+}
+
+// Forget drops the times of key's workers, a job that is gone.
+func (r *runningSince) Forget(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.jobs, key)
 }

@@ -179,7 +179,7 @@ func (c *MPIJobController) listWorkers(ctx context.Context, obs *observed, now m
 		return err
 	}
 	klog.FromContext(ctx).V(4).Info("Discovery synced", "running", plan.Hosts.Running)
-	c.observeDiscovery(obs.workers, plan.Hosts.Running)
+	c.observeDiscovery(jobKey(job), obs.workers, plan.Hosts.Running)
 	if obs.launcher == nil {
 		return nil
 	}

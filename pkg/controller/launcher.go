@@ -224,7 +224,14 @@ func (r *launcherRefreshes) pending(key string, launcher *corev1.Pod, hash strin
 	return last.uid == launcher.UID && last.resourceVersion == launcher.ResourceVersion && last.hash == hash
 }
 
-func (r *launcherRefreshes) forget(key string) { r.last.Delete(key) }
+// Forget drops the last refresh of key, a job that is gone.
+func (r *launcherRefreshes) Forget(key string) { r.last.Delete(key) }
+
+// Holds tells whether a refresh of key is remembered.
+func (r *launcherRefreshes) Holds(key string) bool {
+	_, ok := r.last.Load(key)
+	return ok
+}
 
 // minReadyWorkers is how many workers the launcher waits for before it
 // starts: all of them, or an elastic job's minimum.

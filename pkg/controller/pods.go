@@ -129,9 +129,9 @@ func podNames(pods []*corev1.Pod, which []int) []string {
 
 func jobKey(job *kubeflow.MPIJob) string { return job.Namespace + "/" + job.Name }
 
-// observeDiscovery records, for workers just listed, how long after turning
-// Running they reached discover_hosts.sh.
-func (c *MPIJobController) observeDiscovery(ws []elastic.Worker, listed []string) {
+// observeDiscovery records, for workers of job key just listed, how long
+// after turning Running they reached discover_hosts.sh.
+func (c *MPIJobController) observeDiscovery(key string, ws []elastic.Worker, listed []string) {
 	if len(listed) == 0 {
 		return
 	}
@@ -144,7 +144,7 @@ func (c *MPIJobController) observeDiscovery(ws []elastic.Worker, listed []string
 		if !in[w.Pod.Name] {
 			continue
 		}
-		if since, ok := c.takeRunningSince(w.Pod.UID); ok {
+		if since, ok := c.runningSince.take(key, w.Pod.UID); ok {
 			metrics.DiscoveryLatency.Observe(now.Sub(since).Seconds())
 		}
 	}

@@ -213,6 +213,12 @@ func (w *countChanges) Wait(key string, now time.Time, period time.Duration) tim
 // Forget ends key's wait: the status was written, or has nothing to write.
 func (w *countChanges) Forget(key string) { w.since.Delete(key) }
 
+// Holds tells whether a change of key is waiting.
+func (w *countChanges) Holds(key string) bool {
+	_, ok := w.since.Load(key)
+	return ok
+}
+
 // updateStatus writes the job's status through the status subresource and
 // announces what changed.
 func (c *MPIJobController) updateStatus(ctx context.Context, old *common.JobStatus, job *kubeflow.MPIJob) error {

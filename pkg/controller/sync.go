@@ -90,12 +90,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 // forget drops what the controller remembers of a deleted job.
 func (c *MPIJobController) forget(key, ns, name string) {
 	metrics.JobInfo.DeleteLabelValues(name+launcherSuffix, ns)
-	c.expectations.Forget(key)
-	c.statusWrites.Forget(key)
-	c.countChanges.Forget(key)
-	c.scaleSteps.Forget(key)
-	c.cmWrites.forget(key)
-	c.refreshes.forget(key)
+	c.memory.Forget(key)
 }
 
 // reconcile acts on a job that checkJob let through, or winds a finished
@@ -181,7 +176,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 		return 0, creation{}, err
 	}
 	if !changing {
-		c.observeDiscovery(ws, plan.Hosts.Running)
+		c.observeDiscovery(jobKey(job), ws, plan.Hosts.Running)
 	}
 	if err := c.deleteWorkers(ctx, job, plan.Remove); err != nil {
 		return 0, creation{}, err

@@ -68,6 +68,12 @@ func (s *ScaleSteps) Created(key string, uid types.UID, generation int64, replic
 // Forget drops what is remembered of a job that is gone.
 func (s *ScaleSteps) Forget(key string) { s.last.Delete(key) }
 
+// Holds tells whether a step of key is remembered.
+func (s *ScaleSteps) Holds(key string) bool {
+	_, ok := s.last.Load(key)
+	return ok
+}
+
 // Draining is the event for workers that just left discover_hosts.sh and
 // will be deleted after drain.
 func Draining(replicas int, names []string, drain time.Duration) Event {

@@ -150,6 +150,13 @@ func (e *Expectations) Forget(key string) {
 	delete(e.jobs, key)
 }
 
+// Holds tells whether anything is expected of job key.
+func (e *Expectations) Holds(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.jobs[key] != nil
+}
+
 // ShowsAnnotation is the test of a change that sets annotation name to
 // value.
 func ShowsAnnotation(name, value string) func(metav1.Object) bool {

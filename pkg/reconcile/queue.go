@@ -90,3 +90,9 @@ func (w *StatusWrites) Unseen(key, resourceVersion string) bool {
 
 // Forget drops what is remembered of key, a job that is gone.
 func (w *StatusWrites) Forget(key string) { w.base.Delete(key) }
+
+// Holds tells whether a status write of key is remembered.
+func (w *StatusWrites) Holds(key string) bool {
+	_, ok := w.base.Load(key)
+	return ok
+}
