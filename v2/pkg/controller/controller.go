@@ -79,6 +79,9 @@ type MPIJobController struct {
 	written reconcile.StatusWrites
 	// scaleSteps keeps one event per scale step (workers.go).
 	scaleSteps engine.ScaleSteps
+	// memory lists every store above, and the expectations: all that the
+	// controller remembers of a job, forgotten at once when it is deleted.
+	memory reconcile.JobMemory
 }
 
 // The event recorder resolves MPIJobs through client-go's scheme, which
@@ -148,6 +151,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		clock:        clk,
 		expectations: reconcile.NewExpectations(clk),
 	}
+	c.memory = reconcile.JobMemory{c.expectations, &c.written, &c.scaleSteps}
 	c.health = reconcile.NewHealth(clk, c.queue.Len)
 	c.pods = reconcile.PodWrites{Client: c.kube, Lister: c.podLister, Expectations: c.expectations}
 

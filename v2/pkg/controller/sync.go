@@ -61,9 +61,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 
 // forget drops what the controller remembers of a deleted job.
 func (c *MPIJobController) forget(key, ns, name string) {
-	c.expectations.Forget(key)
-	c.written.Forget(key)
-	c.scaleSteps.Forget(key)
+	c.memory.Forget(key)
 	metrics.JobInfo.DeleteLabelValues(name+launcherSuffix, ns)
 }
 

@@ -1,0 +1,33 @@
+package controller
+
+import (
+	"testing"
+)
+
+// TestDeletedJobLeavesNoMemory plays a job through what makes the
+// controller remember it, deletes it and syncs its key: no store remembers
+// it after. The stores are those of the controller's memory, which must
+// list every store the controller has: one kept beside it would outlive
+// the jobs it remembers.
+func TestDeletedJobLeavesNoMemory(t *testing.T) {
+	f := newFixture(t).start(storedJob(2))
+	if unlisted := f.c.memory.Unlisted(f.c); len(unlisted) > 0 {
+		t.Fatalf("fields %v may remember a job outside the controller's memory", unlisted)
+	}
+	// The first sync creates the workers, which the cache does not show
+	// yet, announces the step and writes the status.
+	f.sync()
+	for _, s := range f.c.memory {
+		if !s.Holds(testKey) {
+			t.Errorf("%T remembers nothing of the job: the test does not show that it is forgotten", s)
+		}
+	}
+
+	job, err := f.c.jobLister.MPIJobs("ns").Get("job")
+	must(t, err)
+	must(t, f.inf.jobs.Kubeflow().V2beta1().MPIJobs().Informer().GetIndexer().Delete(job))
+	f.sync()
+	for _, s := range f.c.memory.Holding(testKey) {
+		t.Errorf("%T still remembers the deleted job", s)
+	}
+}
