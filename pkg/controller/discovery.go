@@ -12,6 +12,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 )
 
 // The discovery fast path. Horovod asks discover_hosts.sh for hosts every
@@ -21,10 +22,10 @@ import (
 // creations holds that queue for seconds. The pod events that change what
 // the script lists, and changes of a job's worker replicas, therefore also
 // go to a queue of their own. Its workers carry out the first steps of the
-// main sync and nothing else: mark the plan's victims draining, then write
-// the job's files, then tell its launcher, through a client whose rate limit
-// is their own (Config.ListingClient), so that the main sync's writes of a
-// burst never hold them up. Creations, deletions, the Role
+// main sync and nothing else: write the job's files, then tell its
+// launcher, then mark the plan's victims draining (engine.Unlisted), through
+// a client whose rate limit is their own (Config.ListingClient), so that the
+// main sync's writes of a burst never hold them up. Creations, deletions, the Role
 // and the status stay with the main sync, which has every event too.
 //
 // The fast path writes nothing that the main sync would not write from the
@@ -170,9 +171,6 @@ func (c *MPIJobController) hasConfigMap(job *kubeflow.MPIJob) bool {
 func (c *MPIJobController) listWorkers(ctx context.Context, obs *observed, now metav1.Time) error {
 	job := obs.job
 	plan := elastic.PlanWorkers(workerSpec(job), obs.workers, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
-	if err := c.markDraining(ctx, c.listing, job, plan.Drain, now); err != nil {
-		return err
-	}
 	state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: obs.belowMin.Since}
 	written, err := c.syncConfigMap(ctx, c.listing, job, plan.Hosts, state)
 	if err != nil {
@@ -180,9 +178,12 @@ func (c *MPIJobController) listWorkers(ctx context.Context, obs *observed, now m
 	}
 	klog.FromContext(ctx).V(4).Info("Discovery synced", "running", plan.Hosts.Running)
 	c.observeDiscovery(jobKey(job), obs.workers, plan.Hosts.Running)
-	if obs.launcher == nil {
-		return nil
+	if obs.launcher != nil {
+		if _, err := c.refreshLauncher(ctx, c.listing, job, obs.launcher, elastic.HostsHash(written.Data[discoverHostsKey])); err != nil {
+			return err
+		}
 	}
-	_, err = c.refreshLauncher(ctx, c.listing, job, obs.launcher, elastic.HostsHash(written.Data[discoverHostsKey]))
-	return err
+	// The files no longer list the victims and the launcher has been told:
+	// their drain starts now (engine.Unlisted).
+	return c.markDraining(ctx, c.listing, job, engine.Unlisted(plan.Drain, written.Data[discoverHostsKey]), now)
 }

@@ -116,13 +116,14 @@ func TestDiscoveryDrainsScaleInVictimsAsTheMainSyncDoes(t *testing.T) {
 	if err := fast.discover(fastJob, nil); err != nil {
 		t.Fatal(err)
 	}
-	// The main sync's writes to the pods and files, in the same order; the
-	// status stays with the main sync.
+	// The main sync's writes to the pods and files, in the same order: the
+	// victims' drain starts once the files no longer list them and the
+	// launcher was told. The status stays with the main sync.
 	fast.expectKubeWrites(
-		patchPod("pi-worker-2"),
-		patchPod("pi-worker-3"),
 		update("configmaps", "pi-config"),
 		patchPod("pi-launcher"),
+		patchPod("pi-worker-2"),
+		patchPod("pi-worker-3"),
 	)
 	fast.expectMPIWrites()
 	main.sync(mainJob)
@@ -342,7 +343,7 @@ func TestDiscoveryWritesThroughTheListingClient(t *testing.T) {
 	}
 	f.expectKubeWrites()
 	// The script lists worker 0 alone, as before: the launcher is not patched.
-	want := []action{patchPod("pi-worker-1"), update("configmaps", "pi-config")}
+	want := []action{update("configmaps", "pi-config"), patchPod("pi-worker-1")}
 	if diff := cmp.Diff(inIssueOrder(want), inIssueOrder(writes(listing.Actions())), cmp.AllowUnexported(action{})); diff != "" {
 		t.Errorf("writes of the listing client (-want +got):\n%s", diff)
 	}

@@ -17,6 +17,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
@@ -148,11 +149,9 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 		// Should that event be lost, look again once the wait has expired.
 		plan.Requeue = elastic.Sooner(plan.Requeue, reconcile.ExpectationsTimeout)
 	}
-	if err := c.markDraining(ctx, c.mainPath(), job, plan.Drain, now); err != nil {
-		return 0, creation{}, err
-	}
 	// The files, the launcher's RBAC objects and the PodGroup do not
-	// depend on each other; all of them come before any new worker.
+	// depend on each other; all of them come before any new worker, and
+	// the files before the drain marks of the plan's victims.
 	var cm *corev1.ConfigMap
 	err := reconcile.Concurrently(
 		func() (err error) {
@@ -197,6 +196,11 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 			// the job's: it waits until no worker name is held. It is
 			// created after the workers this sync creates.
 			launcherHash = &hash
+		}
+		// The files no longer list the victims and the launcher has been
+		// told: their drain starts now (engine.Unlisted).
+		if err := c.markDraining(ctx, c.mainPath(), job, engine.Unlisted(plan.Drain, cm.Data[discoverHostsKey]), now); err != nil {
+			return 0, creation{}, err
 		}
 	}
 	c.updateRunning(job, launcher, ws, now)

@@ -707,11 +707,13 @@ func TestScaleDownDrainsBeforeDeleting(t *testing.T) {
 	if d := f.sync(job); d != 30*time.Second {
 		t.Errorf("requeue = %v, want the 30s drain", d)
 	}
+	// The victims' drain starts once the files no longer list them and the
+	// launcher was told.
 	f.expectKubeWrites(
-		patchPod("pi-worker-2"),
-		patchPod("pi-worker-3"),
 		update("configmaps", "pi-config"),
 		patchPod("pi-launcher"),
+		patchPod("pi-worker-2"),
+		patchPod("pi-worker-3"),
 	)
 	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
 	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\n" {

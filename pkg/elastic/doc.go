@@ -49,10 +49,13 @@
 // # Acting on a plan
 //
 // The invariants hold in the cluster only if the caller writes in this
-// order: mark [Plan.Drain] draining; write the hostfile and discover_hosts.sh
-// from [Plan.Hosts] together with [State] (NextIndex from the plan), and the
-// launcher's exec rights from [Plan.Exec]; only then create [Plan.Create];
-// delete [Plan.Remove] last. A plan made from a cache that does not show
+// order: write the hostfile and discover_hosts.sh from [Plan.Hosts] (which
+// leave out [Plan.Drain]) together with [State] (NextIndex from the plan),
+// and the launcher's exec rights from [Plan.Exec]; only then create
+// [Plan.Create]; delete [Plan.Remove]; and mark draining the victims of
+// [Plan.Drain] that the files as written no longer list, once the launcher
+// has been told (package engine's Unlisted), so that the drain period
+// counts from the write that took them out. A plan made from a cache that does not show
 // the caller's own last pod writes yet may repeat them: drop its Create,
 // Drain and Remove until the cache does, and write no files while a drain
 // mark or deletion of the caller's is not shown, since the plan could list

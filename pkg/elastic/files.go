@@ -135,3 +135,15 @@ func ParseDiscoverHosts(script string) map[string]bool {
 	}
 	return hosts
 }
+
+// ListedPods returns the names of the pods a discover_hosts.sh lists: the
+// hosts of ParseDiscoverHosts, which are pod names (v1) or the pods' DNS
+// names (v2beta1), up to their first dot.
+func ListedPods(script string) map[string]bool {
+	pods := map[string]bool{}
+	for host := range ParseDiscoverHosts(script) {
+		name, _, _ := strings.Cut(host, ".")
+		pods[name] = true
+	}
+	return pods
+}

@@ -19,6 +19,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/controller"
+	"github.com/kubeflow/mpi-operator/test/testcluster"
 )
 
 // schedulingGate holds the workers of a test Pending until the test lets
@@ -95,56 +96,29 @@ func TestDeadlinePassedListsNoNewWorker(t *testing.T) {
 // is called (or the test ends).
 func holdJobFailures(t *testing.T, ns string) func() {
 	t.Helper()
-	ctx := context.Background()
-	name := "hold-failures-" + ns
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr(admissionv1.Fail),
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Update},
-					Rule: admissionv1.Rule{
-						APIGroups: []string{kubeflow.GroupName}, APIVersions: []string{"*"}, Resources: []string{"mpijobs/status"},
-					},
-				},
-			}}},
-			Validations: []admissionv1.Validation{{
-				Expression: "!has(object.status.conditions) || !object.status.conditions.exists(c, c.type == 'Failed' && c.status == 'True')",
-				Message:    "failures are held",
-			}},
-		},
+	return refuseUpdates(t, "hold-failures-"+ns, ns, admissionv1.Rule{
+		APIGroups: []string{kubeflow.GroupName}, APIVersions: []string{"*"}, Resources: []string{"mpijobs/status"},
+	}, "!has(object.status.conditions) || !object.status.conditions.exists(c, c.type == 'Failed' && c.status == 'True')",
+		"failures are held")
+}
+
+// refuseUpdates makes the API server refuse the updates of rule's objects
+// in namespace ns for which expression is false, with message, through a
+// ValidatingAdmissionPolicy named name, until the returned function is
+// called (or the test ends).
+func refuseUpdates(t *testing.T, name, ns string, rule admissionv1.Rule, expression, message string) func() {
+	t.Helper()
+	remove, err := testcluster.RefuseUpdates(context.Background(), env.kube, name, ns, rule, expression, message)
+	if err != nil {
+		t.Fatal(err)
 	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns},
-			}},
-		},
+	removed := func() {
+		if err := remove(); err != nil {
+			t.Error(err)
+		}
 	}
-	admission := env.kube.AdmissionregistrationV1()
-	if _, err := admission.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating the policy: %v", err)
-	}
-	if _, err := admission.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating the policy binding: %v", err)
-	}
-	var once sync.Once
-	remove := func() {
-		once.Do(func() {
-			if err := admission.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
-				t.Errorf("deleting the policy binding: %v", err)
-			}
-			if err := admission.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
-				t.Errorf("deleting the policy: %v", err)
-			}
-		})
-	}
-	t.Cleanup(remove)
-	return remove
+	t.Cleanup(removed)
+	return removed
 }
 
 // waitForFailuresHeld waits until the API server refuses a status write

@@ -12,13 +12,17 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 )
 
 // Cluster is one control plane: its state lives in Dir, and Settings (the
@@ -199,4 +203,58 @@ func PatchWhenServed(ctx context.Context, r dynamic.ResourceInterface, name stri
 		}
 		return err == nil, err
 	})
+}
+
+// RefuseUpdates makes the API server refuse the updates of rule's objects
+// in namespace ns for which the CEL expression is false, with message,
+// through a ValidatingAdmissionPolicy and its binding, both named name.
+// remove deletes them again; the API server may take a moment to apply
+// either change.
+func RefuseUpdates(ctx context.Context, kube kubernetes.Interface, name, ns string, rule admissionv1.Rule,
+	expression, message string) (remove func() error, err error) {
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Update},
+					Rule:       rule,
+				},
+			}}},
+			Validations: []admissionv1.Validation{{Expression: expression, Message: message}},
+		},
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns},
+			}},
+		},
+	}
+	admission := kube.AdmissionregistrationV1()
+	if _, err := admission.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating the policy: %w", err)
+	}
+	if _, err := admission.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating the policy binding: %w", err)
+	}
+	var once sync.Once
+	var removeErr error
+	return func() error {
+		once.Do(func() {
+			err := admission.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				removeErr = fmt.Errorf("deleting the policy binding: %w", err)
+			}
+			err = admission.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				removeErr = fmt.Errorf("deleting the policy: %w", err)
+			}
+		})
+		return removeErr
+	}, nil
 }

@@ -91,5 +91,5 @@ func TestLauncherRefreshedAfterScriptChange(t *testing.T) {
 	f.c.cfg.RefreshLauncher = false
 	f.updateJob(setWorkers(1))
 	f.step()
-	f.expectWrites(patchPod("job-worker-1"), update("configmaps", "job-config"), statusUpdate())
+	f.expectWrites(update("configmaps", "job-config"), patchPod("job-worker-1"), statusUpdate())
 }

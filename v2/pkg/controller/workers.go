@@ -53,8 +53,9 @@ func workerSpec(job *v2beta1.MPIJob, names resolvable) elastic.Spec {
 }
 
 // syncWorkers plans the workers and acts on the plan in the order package
-// elastic prescribes: drain marks, then the files with the bookkeeping,
-// then creations, deletions last. While the cache does not show the
+// elastic prescribes: the files with the bookkeeping, then creations, then
+// deletions, and the drain marks of the victims the written files no longer
+// list last. While the cache does not show the
 // controller's own last pod writes, the plan's pod writes wait, and while
 // it does not show a drain mark or deletion, so do the files.
 func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, now metav1.Time) (workerOutcome, error) {
@@ -90,9 +91,6 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 	planned := plan.Create
 	plan.Create = plan.Create[:min(len(plan.Create), createsPerSync)]
 
-	if err := c.markDraining(ctx, job, plan.Drain, now); err != nil {
-		return out, err
-	}
 	if !changing {
 		state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: clock.Since}
 		want := newConfigMap(job, plan.Hosts.Desired, plan.Hosts.Running, subdomains(job, pods), c.cfg.ClusterDomain, state.Annotations())
@@ -108,6 +106,13 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 	}
 	if err := c.deleteWorkers(ctx, job, plan.Remove); err != nil {
 		return out, err
+	}
+	// The files no longer list the victims: their drain starts now
+	// (engine.Unlisted).
+	if out.files != nil {
+		if err := c.markDraining(ctx, job, engine.Unlisted(plan.Drain, out.files.Data[discoverHostsKey]), now); err != nil {
+			return out, err
+		}
 	}
 	if out.settled {
 		return out, c.markReplaced(ctx, job, out.workers, created)

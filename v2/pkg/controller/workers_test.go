@@ -53,18 +53,18 @@ func TestElasticGrow(t *testing.T) {
 	}
 }
 
-// TestElasticShrink: victims leave discover_hosts.sh first, marked
-// draining, and are deleted only once drainSeconds have passed; no listed
-// worker is ever deleted.
+// TestElasticShrink: victims leave discover_hosts.sh first, are marked
+// draining once the written script no longer lists them, and are deleted
+// only once drainSeconds have passed; no listed worker is ever deleted.
 func TestElasticShrink(t *testing.T) {
 	f := newFixture(t).start(storedJob(3, withElastic(1, 5)))
 	runningJob(t, f, "job-worker-0", "job-worker-1", "job-worker-2")
 	f.updateJob(setWorkers(1))
 	d := f.step()
 	f.expectWrites(
-		patchPod("job-worker-1"), patchPod("job-worker-2"),
 		update("configmaps", "job-config"),
 		patchPod("job-launcher-abcde"),
+		patchPod("job-worker-1"), patchPod("job-worker-2"),
 		statusUpdate(),
 	)
 	if d <= 0 || d > 30*time.Second {
