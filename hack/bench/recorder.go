@@ -275,8 +275,10 @@ func (j *jobRec) reachedAt(w *harness.Worker) time.Time {
 
 // victimsGone is when discover_hosts.sh stopped listing every victim of a
 // shrink: the first ConfigMap version after the resize that lists none of
-// them (or the resize itself, when the version current then listed none),
-// and no earlier than the last victim's draining mark.
+// them (or the resize itself, when the version current then listed none).
+// The victims' draining marks only tell which workers they are: the
+// operators mark them after the write that unlists them, so that their
+// drain counts from it.
 func victimsGone(j *jobRec, rz *resizeRec) time.Time {
 	listsNone := func(v harness.HostsVersion) bool {
 		for _, p := range rz.victims {
@@ -300,14 +302,6 @@ func victimsGone(j *jobRec, rz *resizeRec) time.Time {
 				t0 = v.At
 				break
 			}
-		}
-	}
-	if t0.IsZero() {
-		return time.Time{}
-	}
-	for _, p := range rz.victims {
-		if p.DrainingAt.After(t0) {
-			t0 = p.DrainingAt
 		}
 	}
 	return t0
