@@ -166,8 +166,8 @@ func (c *MPIJobController) hasConfigMap(job *kubeflow.MPIJob) bool {
 }
 
 // listWorkers carries out the first steps of the main sync's plan for a
-// job that checkJob let through: drain marks, the files, the launcher's
-// refresh.
+// job that checkJob let through: the files, the launcher's refresh, then
+// the drain marks of the victims the written files no longer list.
 func (c *MPIJobController) listWorkers(ctx context.Context, obs *observed, now metav1.Time) error {
 	job := obs.job
 	plan := elastic.PlanWorkers(workerSpec(job), obs.workers, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)

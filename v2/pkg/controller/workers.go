@@ -54,10 +54,10 @@ func workerSpec(job *v2beta1.MPIJob, names resolvable) elastic.Spec {
 
 // syncWorkers plans the workers and acts on the plan in the order package
 // elastic prescribes: the files with the bookkeeping, then creations, then
-// deletions, and the drain marks of the victims the written files no longer
-// list last. While the cache does not show the
-// controller's own last pod writes, the plan's pod writes wait, and while
-// it does not show a drain mark or deletion, so do the files.
+// deletions, and last the drain marks of the victims the written files no
+// longer list. While the cache does not show the controller's own last pod
+// writes, the plan's pod writes wait, and while it does not show a drain
+// mark or deletion, so do the files.
 func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, now metav1.Time) (workerOutcome, error) {
 	key := jobKey(job)
 	out := workerOutcome{
