@@ -18,10 +18,8 @@ import (
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/keymutex"
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanotyped "volcano.sh/apis/pkg/client/clientset/versioned/typed/scheduling/v1beta1"
 	volcanolisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
@@ -37,10 +35,6 @@ import (
 )
 
 const controllerName = "mpi-job-controller"
-
-// jobLockStripes is the number of locks the jobs' keys are spread over;
-// two jobs that share one merely wait for each other.
-const jobLockStripes = 1024
 
 // MPIJobController reconciles MPIJobs into their launcher, workers,
 // ConfigMap, RBAC objects and, with gang scheduling, a volcano PodGroup.
@@ -64,21 +58,15 @@ type MPIJobController struct {
 	podGroups func(namespace string) volcanotyped.PodGroupInterface
 	synced    []cache.InformerSynced
 
-	queue workqueue.TypedRateLimitingInterface[string]
-	// discoveryQueue feeds the discovery fast path (discovery.go).
-	discoveryQueue workqueue.TypedRateLimitingInterface[string]
-	// jobLocks keeps the main sync and the fast path from acting on one
-	// job at the same time.
-	jobLocks     keymutex.KeyMutex
+	// queue holds the keys of the jobs to sync, the urgent ones first
+	// (discovery.go); it hands a key to one worker at a time.
+	queue        reconcile.Queue
 	recorder     record.EventRecorder
 	clock        clock.Clock
 	expectations *reconcile.Expectations
 	// pods writes pods, telling expectations of each write; creations
 	// creates the workers, through Config.CreationClient.
 	pods, creations reconcile.PodWrites
-	// listing is how the discovery fast path writes, through
-	// Config.ListingClient.
-	listing writePath
 	// health tracks the progress of Run and of the main queue's syncs for
 	// /healthz (see Healthy).
 	health *reconcile.Health
@@ -144,24 +132,18 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		logger.Error(err, "Adding the pod index")
 	}
 	c := &MPIJobController{
-		kubeClient: kubeClient,
-		mpiClient:  mpiClient,
-		cfg:        cfg,
-		jobLister:  jobs.Lister(),
-		podLister:  podCache{indexer: pods.Informer().GetIndexer()},
-		podIndexer: pods.Informer().GetIndexer(),
-		cmLister:   cms.Lister(),
-		saLister:   sas.Lister(),
-		roleLister: roles.Lister(),
-		rbLister:   rbs.Lister(),
-		otherPods:  others.Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs"}),
-		discoveryQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs-discovery"}),
-		jobLocks:     keymutex.NewHashed(jobLockStripes),
+		kubeClient:   kubeClient,
+		mpiClient:    mpiClient,
+		cfg:          cfg,
+		jobLister:    jobs.Lister(),
+		podLister:    podCache{indexer: pods.Informer().GetIndexer()},
+		podIndexer:   pods.Informer().GetIndexer(),
+		cmLister:     cms.Lister(),
+		saLister:     sas.Lister(),
+		roleLister:   roles.Lister(),
+		rbLister:     rbs.Lister(),
+		otherPods:    others.Lister(),
+		queue:        reconcile.NewQueue(),
 		recorder:     recorder,
 		clock:        clk,
 		expectations: reconcile.NewExpectations(clk),
@@ -174,18 +156,10 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 	if cfg.CreationClient != nil {
 		c.creations.Client = cfg.CreationClient
 	}
-	c.listing = c.mainPath()
-	if cfg.ListingClient != nil {
-		c.listing.kube = cfg.ListingClient
-		c.listing.pods.Client = cfg.ListingClient
-	}
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueJob,
-		UpdateFunc: func(oldObj, newObj any) {
-			c.enqueueJob(newObj)
-			c.enqueueResize(oldObj, newObj)
-		},
+		AddFunc:    c.enqueueJob,
+		UpdateFunc: c.handleJobUpdate,
 		DeleteFunc: c.enqueueJob,
 	})
 	c.addHandler(logger, pods.Informer(), podEvents(cache.ResourceEventHandlerFuncs{
@@ -226,13 +200,11 @@ func (c *MPIJobController) addHandler(logger klog.Logger, informer cache.SharedI
 	c.synced = append(c.synced, reg.HasSynced)
 }
 
-// Run waits for the caches, then runs threadiness workers on the main queue
-// and discoveryWorkers(threadiness) on the discovery fast path until ctx is
-// done.
+// Run waits for the caches, then runs threadiness workers on the queue
+// until ctx is done.
 func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
-	defer c.discoveryQueue.ShutDown()
 	logger := klog.FromContext(ctx)
 	c.health.Starting(threadiness)
 
@@ -246,13 +218,9 @@ func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
 	for range threadiness {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
 	}
-	for range discoveryWorkers(threadiness) {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.runDiscoveryWorker, time.Second) })
-	}
 	<-ctx.Done()
 	logger.Info("Shutting down workers")
 	c.queue.ShutDown()
-	c.discoveryQueue.ShutDown()
 	wg.Wait()
 	return nil
 }
@@ -264,26 +232,14 @@ func (c *MPIJobController) runWorker(ctx context.Context) {
 
 func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
 	return reconcile.ProcessNext(ctx, c.queue, c.health, func(ctx context.Context, key string) (time.Duration, error) {
-		defer observeSync("main", time.Now())
+		defer observeSync(time.Now())
 		return c.syncHandler(ctx, key)
 	})
 }
 
-// writePath is a client to write through, for the ConfigMaps and, telling
-// expectations of each write, the pods.
-type writePath struct {
-	kube kubernetes.Interface
-	pods reconcile.PodWrites
-}
-
-// mainPath is how the main sync writes.
-func (c *MPIJobController) mainPath() writePath {
-	return writePath{kube: c.kubeClient, pods: c.pods}
-}
-
-// observeSync records a sync of queue that started at start.
-func observeSync(queue string, start time.Time) {
-	metrics.SyncSeconds.WithLabelValues(queue).Observe(time.Since(start).Seconds())
+// observeSync records a sync that started at start.
+func observeSync(start time.Time) {
+	metrics.SyncSeconds.WithLabelValues("main").Observe(time.Since(start).Seconds())
 }
 
 func (c *MPIJobController) enqueueJob(obj any) {
@@ -340,10 +296,7 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 			c.runningSince.store(key, newPod.UID, c.clock.Now())
 		}
 		c.expectations.Observe(key, newPod)
-		c.queue.Add(key)
-		if discoverabilityChanged(oldPod, newPod) {
-			c.discoveryQueue.Add(key)
-		}
+		c.enqueuePodChange(key, oldPod, newPod)
 	}
 }
 
@@ -360,10 +313,7 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	if key, ok := ownerKey(pod); ok {
 		c.runningSince.take(key, pod.UID)
 		c.expectations.ObserveGone(key, pod.UID)
-		c.queue.Add(key)
-		if discoverabilityChanged(pod, nil) {
-			c.discoveryQueue.Add(key)
-		}
+		c.enqueuePodChange(key, pod, nil)
 	}
 }
 

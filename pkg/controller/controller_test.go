@@ -21,6 +21,7 @@ func TestSyncCutShortByTheStopIsNotRetried(t *testing.T) {
 
 	c.queue.Add(key)
 	c.processNextWorkItem(ctx)
+	c.queue.Len() // takes in the retry
 	if got := c.queue.NumRequeues(key); got != 1 {
 		t.Fatalf("a failed sync was retried %d times, want 1", got)
 	}
@@ -30,6 +31,7 @@ func TestSyncCutShortByTheStopIsNotRetried(t *testing.T) {
 	cancel()
 	c.queue.Add(key)
 	c.processNextWorkItem(stopped)
+	c.queue.Len()
 	if got := c.queue.NumRequeues(key); got != 0 {
 		t.Errorf("a sync failed during the stop was retried %d times, want 0", got)
 	}

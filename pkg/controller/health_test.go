@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
@@ -53,14 +55,22 @@ func TestControllerHealthFollowsRun(t *testing.T) {
 // a hung sync is reported while it runs, and each sync is progress.
 func TestProcessNextWorkItemRecordsProgress(t *testing.T) {
 	f := newFixture(t)
+	f.jobs = append(f.jobs, newTestJob("pi", 1))
 	_, ctx := ktesting.NewTestContext(t)
 	c := f.newController(ctx)
+	// The first write of the job's sync hangs until release is closed.
+	release := make(chan struct{})
+	f.kubeClient.PrependReactor("create", "*", func(core.Action) (bool, runtime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
 	c.health.Starting(1)
 	c.health.CachesSynced()
 
-	// Jobs that do not exist: their syncs only forget them.
+	// A job that does not exist, whose sync only forgets it, and one that
+	// does.
 	c.queue.Add("ns/first")
-	c.queue.Add("ns/second")
+	c.queue.Add(jobKey(f.jobs[0]))
 	f.clock.Step(reconcile.StallTimeout + time.Second)
 	if err := c.Healthy(); err == nil || !strings.Contains(err.Error(), "2 MPIJob(s) wait in the work queue") {
 		t.Fatalf("Healthy() with work and no sync = %v, want the queue reported", err)
@@ -70,8 +80,6 @@ func TestProcessNextWorkItemRecordsProgress(t *testing.T) {
 		t.Errorf("Healthy() right after a sync = %v, want nil", err)
 	}
 
-	// The job's lock, held here, makes the next sync hang.
-	c.jobLocks.LockKey("ns/second")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -86,9 +94,7 @@ func TestProcessNextWorkItemRecordsProgress(t *testing.T) {
 	if err := c.Healthy(); err == nil || !strings.Contains(err.Error(), "has been running for 3m1s") {
 		t.Errorf("Healthy() during a hung sync = %v, want the sync reported", err)
 	}
-	if err := c.jobLocks.UnlockKey("ns/second"); err != nil {
-		t.Fatal(err)
-	}
+	close(release)
 	select {
 	case <-done:
 	case <-time.After(wait.ForeverTestTimeout):

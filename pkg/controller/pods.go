@@ -76,13 +76,13 @@ func (c *MPIJobController) createWorkers(ctx context.Context, job *kubeflow.MPIJ
 // markDraining takes the given workers out of discover_hosts.sh: the mark is
 // on the pod itself, so that it outlives a restart of the controller. The
 // pods are patched in parallel.
-func (c *MPIJobController) markDraining(ctx context.Context, w writePath, job *kubeflow.MPIJob, pods []*corev1.Pod, now metav1.Time) error {
+func (c *MPIJobController) markDraining(ctx context.Context, job *kubeflow.MPIJob, pods []*corev1.Pod, now metav1.Time) error {
 	if len(pods) == 0 {
 		return nil
 	}
 	since := now.UTC().Format(time.RFC3339Nano)
 	done, err := reconcile.InBatches(len(pods), reconcile.MaxBatch, func(i int) error {
-		if _, err := w.pods.Annotate(ctx, owner(job), pods[i], elastic.AnnotationDrainingSince, since); err != nil {
+		if _, err := c.pods.Annotate(ctx, owner(job), pods[i], elastic.AnnotationDrainingSince, since); err != nil {
 			return fmt.Errorf("marking worker %s draining: %w", pods[i].Name, err)
 		}
 		return nil

@@ -26,23 +26,9 @@ import (
 // spec. Everything it decides is derived from the cluster as the informers
 // see it, so a restarted controller carries on where the last one stopped.
 // It returns how long to wait before the job needs another look, if it does.
-//
-// The job's lock keeps the discovery fast path off the job while the sync
-// plans and writes its files, RBAC objects and pod marks; the creation of
-// new workers, which the Role already allows and the files already name,
-// comes after the lock is released, so that the fast path can list the
-// job's running workers while a large job is still being created.
+// The queue runs one sync of a job at a time.
 func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	c.jobLocks.LockKey(key)
-	locked := true
-	unlock := func() {
-		if locked {
-			_ = c.jobLocks.UnlockKey(key)
-			locked = false
-		}
-	}
-	defer unlock()
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		logger.Error(err, "Dropping malformed key")
@@ -71,7 +57,6 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	if err == nil {
 		requeue, create, err = c.reconcile(ctx, obs, exit, now)
 	}
-	unlock()
 	if createErr := c.create(ctx, job, create); createErr != nil {
 		err = createErr
 	}
@@ -96,8 +81,8 @@ func (c *MPIJobController) forget(key, ns, name string) {
 
 // reconcile acts on a job that checkJob let through, or winds a finished
 // one down, and records the outcome in its status, which the caller
-// writes. It returns the workers to create, which the caller creates once
-// it has released the job's lock.
+// writes. It returns the workers to create, which the caller creates after
+// the other writes.
 func (c *MPIJobController) reconcile(ctx context.Context, obs *observed, exit earlyExit, now metav1.Time) (time.Duration, creation, error) {
 	switch exit {
 	case exitNone:
@@ -156,7 +141,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 	err := reconcile.Concurrently(
 		func() (err error) {
 			if !changing {
-				cm, err = c.syncConfigMap(ctx, c.mainPath(), job, plan.Hosts, state)
+				cm, err = c.syncConfigMap(ctx, job, plan.Hosts, state)
 			}
 			return err
 		},
@@ -188,7 +173,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 		hash := elastic.HostsHash(cm.Data[discoverHostsKey])
 		switch {
 		case launcher != nil:
-			if launcher, err = c.refreshLauncher(ctx, c.mainPath(), job, launcher, hash); err != nil {
+			if launcher, err = c.refreshLauncher(ctx, job, launcher, hash); err != nil {
 				return 0, creation{}, err
 			}
 		case len(plan.InTheWay) == 0:
@@ -199,7 +184,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 		}
 		// The files no longer list the victims and the launcher has been
 		// told: their drain starts now (engine.Unlisted).
-		if err := c.markDraining(ctx, c.mainPath(), job, engine.Unlisted(plan.Drain, cm.Data[discoverHostsKey]), now); err != nil {
+		if err := c.markDraining(ctx, job, engine.Unlisted(plan.Drain, cm.Data[discoverHostsKey]), now); err != nil {
 			return 0, creation{}, err
 		}
 	}

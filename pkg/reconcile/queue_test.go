@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -93,5 +94,44 @@ func TestStatusWrites(t *testing.T) {
 	w.Forget("ns/other")
 	if w.Unseen("ns/other", "7") {
 		t.Error("a forgotten job is unseen")
+	}
+}
+
+// TestQueueHandsUrgentKeysFirst: urgent keys come before the others, and a
+// key being synced is not handed out again until its sync is done.
+func TestQueueHandsUrgentKeysFirst(t *testing.T) {
+	q := NewQueue()
+	defer q.ShutDown()
+	q.Add("ns/a")
+	q.Add("ns/b")
+	AddUrgent(q, "ns/c")
+	AddUrgent(q, "ns/b") // queued already: moves up
+	var got []string
+	for range 3 {
+		key, _ := q.Get()
+		got = append(got, key)
+	}
+	want := []string{"ns/c", "ns/b", "ns/a"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order = %v, want %v", got, want)
+	}
+	// ns/a is being synced; an urgent add waits for its Done.
+	AddUrgent(q, "ns/a")
+	q.Add("ns/d")
+	if key, _ := q.Get(); key != "ns/d" {
+		t.Fatalf("got %s while ns/a is being synced, want ns/d", key)
+	}
+	q.Done("ns/a")
+	if key, _ := q.Get(); key != "ns/a" {
+		t.Fatalf("got %s after ns/a's sync, want ns/a again", key)
+	}
+}
+
+func TestQueueShutsDownTwice(t *testing.T) {
+	q := NewQueue()
+	q.ShutDown()
+	q.ShutDown()
+	if _, shutdown := q.Get(); !shutdown {
+		t.Error("Get after ShutDown hands out a key")
 	}
 }
