@@ -16,7 +16,9 @@ import (
 // mark or end, a change of the worker replicas) therefore queue their job
 // ahead of the others (reconcile.AddUrgent). Nothing else differs: an
 // urgent key runs the one sync, with its guards and its order of writes,
-// and the queue hands a job to one worker at a time.
+// and the queue hands a job to one worker at a time. A write that conflicted
+// because the cache was a moment behind is retried urgently again, after
+// the queue's short backoff (reconcile.Settle).
 
 // discoverable tells whether a pod is one discover_hosts.sh may list as far
 // as the pod itself goes: a worker that elastic.Discoverable accepts.

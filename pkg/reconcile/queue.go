@@ -7,8 +7,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 )
 
 // SyncFunc reconciles the job of key and says how long to wait before it
@@ -18,26 +18,32 @@ type SyncFunc func(ctx context.Context, key string) (time.Duration, error)
 // ProcessNext takes the next key of queue, syncs it while health counts the
 // sync, and puts the key back as the outcome asks (see Settle). It returns
 // false once the queue shuts down.
-func ProcessNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string], health *Health, sync SyncFunc) bool {
-	key, quit := queue.Get()
+func ProcessNext(ctx context.Context, queue Queue, health *Health, sync SyncFunc) bool {
+	key, priority, quit := queue.GetWithPriority()
 	if quit {
 		return false
 	}
 	defer queue.Done(key)
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("mpijob", key))
+	logger := klog.FromContext(ctx).WithValues("mpijob", key)
+	if priority > 0 {
+		logger = logger.WithValues("urgent", true)
+	}
+	ctx = klog.NewContext(ctx, logger)
 	slot := health.SyncStarted()
 	requeue, err := sync(ctx, key)
 	health.SyncFinished(slot)
-	Settle(ctx, queue, key, requeue, err)
+	Settle(ctx, queue, key, priority, requeue, err)
 	return true
 }
 
-// Settle puts key back in queue as the outcome of its sync asks: after
-// requeue when it went through; with the queue's backoff when it failed;
-// not at all when only an edit of the job can help (a SpecError, whose
-// edit's event brings the job back) or the controller is stopping (the next
-// leader starts from the cluster as it is).
-func Settle(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string], key string, requeue time.Duration, err error) {
+// Settle puts key, taken from queue at priority, back as the outcome of
+// its sync asks: after requeue when it went through; with the queue's
+// backoff when it failed, at the same priority when the cache was only a
+// moment behind (an urgent change stays urgent), at none otherwise; not at
+// all when only an edit of the job can help (a SpecError, whose edit's
+// event brings the job back) or the controller is stopping (the next leader
+// starts from the cluster as it is).
+func Settle(ctx context.Context, queue Queue, key string, priority int, requeue time.Duration, err error) {
 	logger := klog.FromContext(ctx)
 	if err == nil {
 		queue.Forget(key)
@@ -59,6 +65,8 @@ func Settle(ctx context.Context, queue workqueue.TypedRateLimitingInterface[stri
 		// A write raced another, or the cache did not show the
 		// controller's own last write yet; the retry reads the newer state.
 		logger.V(4).Info("Retrying after a conflict", "err", err)
+		queue.AddWithOpts(priorityqueue.AddOpts{RateLimited: true, Priority: &priority}, key)
+		return
 	case IsBlocked(err):
 		// The job's Blocked condition and its event tell the user.
 		logger.V(2).Info("Blocked; retrying with backoff", "err", err)

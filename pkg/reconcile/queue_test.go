@@ -12,10 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 )
 
-func newTestQueue() workqueue.TypedRateLimitingInterface[string] {
-	return workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Hour, time.Hour))
+// newTestQueue returns a queue whose retries come after backoff.
+func newTestQueue(backoff time.Duration) Queue {
+	return &queue{PriorityQueue: priorityqueue.New("", func(o *priorityqueue.Opts[string]) {
+		o.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[string](backoff, backoff)
+	})}
 }
 
 // TestSettle: how the outcome of a sync puts its job back in the queue.
@@ -27,12 +31,13 @@ func TestSettle(t *testing.T) {
 		requeue time.Duration
 		err     error
 		retried bool // with backoff
+		urgent  bool // at the priority it was taken at, urgent here
 		later   bool // after requeue
 	}{
 		"done":         {},
 		"look again":   {requeue: time.Millisecond, later: true},
-		"conflict":     {err: apierrors.NewConflict(schema.GroupResource{}, "job", errors.New("x")), retried: true},
-		"cache behind": {err: apierrors.NewAlreadyExists(schema.GroupResource{}, "job"), retried: true},
+		"conflict":     {err: apierrors.NewConflict(schema.GroupResource{}, "job", errors.New("x")), retried: true, urgent: true},
+		"cache behind": {err: apierrors.NewAlreadyExists(schema.GroupResource{}, "job"), retried: true, urgent: true},
 		"held spec":    {err: &SpecError{Reason: "InvalidMPIJobSpec", Job: "ns/job", Errs: field.ErrorList{field.Required(field.NewPath("spec"), "")}}},
 		"blocked":      {err: &ForeignError{Kind: "Pod", Name: "job-worker-0", OwnerKind: "MPIJob", OwnerName: "job"}, retried: true},
 		"failure":      {err: errors.New("boom"), retried: true},
@@ -40,16 +45,18 @@ func TestSettle(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			q := newTestQueue()
+			q := newTestQueue(time.Hour)
 			defer q.ShutDown()
 			ctx := tc.ctx
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			Settle(ctx, q, "ns/job", tc.requeue, tc.err)
+			Settle(ctx, q, "ns/job", urgent, tc.requeue, tc.err)
+			q.Len() // takes the add in
 			if got := q.NumRequeues("ns/job") > 0; got != tc.retried {
 				t.Errorf("retried with backoff %v, want %v", got, tc.retried)
 			}
+
 			if tc.later {
 				time.Sleep(20 * time.Millisecond)
 			}
@@ -60,8 +67,35 @@ func TestSettle(t *testing.T) {
 	}
 }
 
+// TestRetryKeepsUrgencyOfACacheBehind: a sync of an urgent key that
+// conflicts is retried urgently; one that fails otherwise is retried
+// without urgency, behind the jobs queued meanwhile.
+func TestRetryKeepsUrgencyOfACacheBehind(t *testing.T) {
+	cases := map[string]struct {
+		err    error
+		urgent bool
+	}{
+		"conflict": {apierrors.NewConflict(schema.GroupResource{}, "job", errors.New("x")), true},
+		"failure":  {errors.New("boom"), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			q := newTestQueue(time.Millisecond)
+			defer q.ShutDown()
+			Settle(context.Background(), q, "ns/job", urgent, 0, tc.err)
+			time.Sleep(20 * time.Millisecond)
+			if q.Len() != 1 {
+				t.Fatalf("the retry is not queued")
+			}
+			if _, priority, _ := q.GetWithPriority(); (priority > 0) != tc.urgent {
+				t.Errorf("retried at priority %d, want urgent %v", priority, tc.urgent)
+			}
+		})
+	}
+}
+
 func TestProcessNext(t *testing.T) {
-	q := newTestQueue()
+	q := newTestQueue(time.Hour)
 	health := NewHealth(testingclock.NewFakeClock(time.Now()), q.Len)
 	q.Add("ns/job")
 	var synced string
@@ -69,6 +103,7 @@ func TestProcessNext(t *testing.T) {
 		synced = key
 		return 0, errors.New("boom")
 	})
+	q.Len()
 	if !more || synced != "ns/job" || q.NumRequeues("ns/job") != 1 {
 		t.Errorf("more %v, synced %q, requeues %d", more, synced, q.NumRequeues("ns/job"))
 	}

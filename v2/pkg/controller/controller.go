@@ -19,10 +19,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/keymutex"
 	schedclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	schedlisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
@@ -63,11 +61,9 @@ type MPIJobController struct {
 	schedPluginGroups schedlisters.PodGroupLister   // nil unless scheduler-plugins gangs
 	synced            []cache.InformerSynced
 
-	queue workqueue.TypedRateLimitingInterface[string]
-	// discoveryQueue feeds the discovery lane (discovery.go).
-	discoveryQueue workqueue.TypedRateLimitingInterface[string]
-	// jobLocks keeps the two queues from syncing one job at once.
-	jobLocks     keymutex.KeyMutex
+	// queue holds the keys of the jobs to sync, some of them urgent
+	// (discovery.go).
+	queue        reconcile.Queue
 	recorder     record.EventRecorder
 	clock        clock.Clock
 	expectations *reconcile.Expectations
@@ -140,16 +136,10 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		launcherLister: launchers.Lister(),
 		sliceIndexer:   slices.Informer().GetIndexer(),
 		otherPods:      others.Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs"}),
-		discoveryQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs-discovery"}),
-		jobLocks:     keymutex.NewHashed(lockStripes),
-		recorder:     recorder,
-		clock:        clk,
-		expectations: reconcile.NewExpectations(clk),
+		queue:          reconcile.NewQueue(),
+		recorder:       recorder,
+		clock:          clk,
+		expectations:   reconcile.NewExpectations(clk),
 	}
 	c.memory = reconcile.JobMemory{c.expectations, &c.written, &c.scaleSteps}
 	c.health = reconcile.NewHealth(clk, c.queue.Len)
@@ -161,11 +151,8 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 	}
 	handlers := map[cache.SharedIndexInformer]cache.ResourceEventHandler{
 		jobs.Informer(): cache.ResourceEventHandlerFuncs{
-			AddFunc: c.enqueueJob,
-			UpdateFunc: func(oldObj, newObj any) {
-				c.enqueueJob(newObj)
-				c.enqueueResize(oldObj, newObj)
-			},
+			AddFunc:    c.enqueueJob,
+			UpdateFunc: c.handleJobUpdate,
 			DeleteFunc: c.enqueueJob,
 		},
 		pods.Informer(): cache.ResourceEventHandlerFuncs{
@@ -213,16 +200,13 @@ func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
 	c.health.Starting(threadiness)
 	if err := c.waitForCaches(ctx); err != nil {
 		c.queue.ShutDown()
-		c.discoveryQueue.ShutDown()
 		return err
 	}
 	c.health.CachesSynced()
 	workers := c.startWorkers(ctx, threadiness)
-	c.startDiscoveryWorkers(ctx, workers, discoveryWorkers(threadiness))
 	<-ctx.Done()
 	klog.FromContext(ctx).Info("Stopping the workers")
 	c.queue.ShutDown()
-	c.discoveryQueue.ShutDown()
 	workers.Wait()
 	return nil
 }
@@ -260,13 +244,31 @@ func (c *MPIJobController) startWorkers(ctx context.Context, n int) *sync.WaitGr
 // processNext syncs the next job of the queue; false once the queue shuts
 // down.
 func (c *MPIJobController) processNext(ctx context.Context) bool {
-	return reconcile.ProcessNext(ctx, c.queue, c.health, c.lockedSync)
+	return reconcile.ProcessNext(ctx, c.queue, c.health, c.syncHandler)
+}
+
+// enqueue queues key, ahead of the keys queued without urgency when urgent
+// (discovery.go).
+func (c *MPIJobController) enqueue(key string, urgent bool) {
+	if urgent {
+		reconcile.AddUrgent(c.queue, key)
+		return
+	}
+	c.queue.Add(key)
 }
 
 // enqueueJob enqueues the MPIJob of an event.
 func (c *MPIJobController) enqueueJob(obj any) {
 	if m, ok := untombstone(obj).(metav1.Object); ok {
 		c.queue.Add(m.GetNamespace() + "/" + m.GetName())
+	}
+}
+
+// handleJobUpdate enqueues an updated MPIJob, urgently when its worker
+// replicas changed.
+func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
+	if m, ok := newObj.(metav1.Object); ok {
+		c.enqueue(m.GetNamespace()+"/"+m.GetName(), resized(oldObj, newObj))
 	}
 }
 
@@ -311,39 +313,46 @@ func podJob(pod *corev1.Pod) (string, bool) {
 	return "", false
 }
 
+// handlePod observes a pod that the informer lists or that was created,
+// and enqueues its job.
 func (c *MPIJobController) handlePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	if pod, ok := obj.(*corev1.Pod); ok {
+		c.observePod(pod, false)
+	}
+}
+
+// handlePodUpdate is handlePod, urgent for a worker whose discoverability
+// changed.
+func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
+	newPod, ok := newObj.(*corev1.Pod)
 	if !ok {
 		return
 	}
+	oldPod, ok := oldObj.(*corev1.Pod)
+	c.observePod(newPod, ok && discoverabilityChanged(oldPod, newPod))
+}
+
+// observePod tells the expectations of pod, as it is now, and enqueues its
+// job.
+func (c *MPIJobController) observePod(pod *corev1.Pod, urgent bool) {
 	if key, ok := podJob(pod); ok {
 		c.expectations.ObserveCreate(key, pod.Name)
 		c.expectations.Observe(key, pod)
-		c.queue.Add(key)
+		c.enqueue(key, urgent)
 	}
 }
 
-// handlePodUpdate is handlePod, and the discovery lane for a worker whose
-// discoverability changed.
-func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
-	c.handlePod(newObj)
-	oldPod, okOld := oldObj.(*corev1.Pod)
-	newPod, okNew := newObj.(*corev1.Pod)
-	if okOld && okNew {
-		c.enqueueDiscovery(oldPod, newPod)
-	}
-}
-
+// handlePodGone tells the expectations that a pod is gone and enqueues its
+// job, urgently when discover_hosts.sh may have listed it.
 func (c *MPIJobController) handlePodGone(obj any) {
 	pod, ok := untombstone(obj).(*corev1.Pod)
 	if !ok {
 		return
 	}
-	c.enqueueDiscovery(pod, nil)
 	if key, ok := podJob(pod); ok {
 		c.expectations.ObserveCreate(key, pod.Name)
 		c.expectations.ObserveGone(key, pod.UID)
-		c.queue.Add(key)
+		c.enqueue(key, discoverabilityChanged(pod, nil))
 	}
 }
 
@@ -358,8 +367,7 @@ func (c *MPIJobController) handleSlice(obj any) {
 	if key, ok := c.jobKeyIfExists(s.Namespace, s.Labels[labelApp]); ok {
 		// A name that starts or stops resolving changes what
 		// discover_hosts.sh may list.
-		c.queue.Add(key)
-		c.discoveryQueue.Add(key)
+		reconcile.AddUrgent(c.queue, key)
 	}
 }
 

@@ -83,10 +83,7 @@ func TestEventsEnqueueTheirJob(t *testing.T) {
 		"ConfigMap":               {f.c.handleOwned, cm, true},
 	}
 	for name, tc := range cases {
-		for f.c.queue.Len() > 0 {
-			k, _ := f.c.queue.Get()
-			f.c.queue.Done(k)
-		}
+		drain(f)
 		tc.handle(tc.obj)
 		if got := f.c.queue.Len() == 1; got != tc.want {
 			t.Errorf("%s: enqueued %v, want %v", name, got, tc.want)

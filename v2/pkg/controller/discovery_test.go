@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -9,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	core "k8s.io/client-go/testing"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
@@ -50,9 +53,9 @@ func TestDiscoverabilityChanged(t *testing.T) {
 	}
 }
 
-// The events that change what discover_hosts.sh may list reach the lane;
-// the others reach the main queue only.
-func TestEventsReachTheDiscoveryLane(t *testing.T) {
+// The events that change what discover_hosts.sh may list queue their job
+// urgently; the others queue it without urgency, or not at all.
+func TestEventsThatChangeTheScriptAreUrgent(t *testing.T) {
 	f := newFixture(t).start(storedJob(2, withElastic(1, 4)))
 	f.sync()
 	f.refresh()
@@ -73,92 +76,128 @@ func TestEventsReachTheDiscoveryLane(t *testing.T) {
 	otherSlice := slice.DeepCopy()
 	otherSlice.Labels[labelApp] = "not-a-job"
 
+	const no, plain, urgent = -1, 0, 1 // no: not queued; else the priority
 	cases := []struct {
 		name  string
 		event func()
 		want  int
 	}{
-		{"worker turns Running", func() { f.c.handlePodUpdate(worker, running) }, 1},
-		{"worker relabelled", func() { f.c.handlePodUpdate(worker, relabelled) }, 0},
-		{"Running worker deleted", func() { f.c.handlePodGone(running) }, 1},
-		{"worker replicas changed", func() { f.c.enqueueResize(stored, scaled) }, 1},
-		{"other change of the job", func() { f.c.enqueueResize(stored, suspended) }, 0},
-		{"EndpointSlice of the job's Service", func() { f.c.handleSlice(slice) }, 1},
-		{"EndpointSlice of another Service", func() { f.c.handleSlice(otherSlice) }, 0},
+		{"worker turns Running", func() { f.c.handlePodUpdate(worker, running) }, urgent},
+		{"worker relabelled", func() { f.c.handlePodUpdate(worker, relabelled) }, plain},
+		{"Running worker listed by the informer", func() { f.c.handlePod(running) }, plain},
+		{"Running worker deleted", func() { f.c.handlePodGone(running) }, urgent},
+		{"Pending worker deleted", func() { f.c.handlePodGone(worker) }, plain},
+		{"worker replicas changed", func() { f.c.handleJobUpdate(stored, scaled) }, urgent},
+		{"other change of the job", func() { f.c.handleJobUpdate(stored, suspended) }, plain},
+		{"EndpointSlice of the job's Service", func() { f.c.handleSlice(slice) }, urgent},
+		{"EndpointSlice of another Service", func() { f.c.handleSlice(otherSlice) }, no},
 	}
 	for _, tc := range cases {
-		for f.c.discoveryQueue.Len() > 0 {
-			key, _ := f.c.discoveryQueue.Get()
-			f.c.discoveryQueue.Done(key)
-		}
+		drain(f)
 		tc.event()
-		if got := f.c.discoveryQueue.Len(); got != tc.want {
-			t.Errorf("%s: %d keys in the lane, want %d", tc.name, got, tc.want)
+		got := no
+		switch n := f.c.queue.Len(); n {
+		case 0:
+		case 1:
+			key, priority, _ := f.c.queue.GetWithPriority()
+			f.c.queue.Done(key)
+			if key != testKey {
+				t.Errorf("%s: queued %q, want %q", tc.name, key, testKey)
+			}
+			got = priority
+		default:
+			t.Errorf("%s: %d keys queued, want at most 1", tc.name, n)
+		}
+		if got != tc.want {
+			t.Errorf("%s: queued at %d, want %d (-1: not queued, 1: urgent)", tc.name, got, tc.want)
 		}
 	}
 }
 
-// A sync of the lane is the main sync: a scale-in's victim is marked
-// draining and leaves discover_hosts.sh at once.
-func TestDiscoveryLaneSyncs(t *testing.T) {
+// An urgent key is synced before the keys queued earlier without urgency,
+// by the one sync: a scale-in's victim is marked draining and leaves
+// discover_hosts.sh at once.
+func TestUrgentKeyIsSyncedFirst(t *testing.T) {
 	f := newFixture(t).start(storedJob(2, withElastic(1, 4)))
 	runningJob(t, f, "job-worker-0", "job-worker-1")
+	old, err := f.c.jobLister.MPIJobs("ns").Get("job")
+	must(t, err)
 	f.updateJob(func(j *v2beta1.MPIJob) {
 		j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].Replicas = ptr(int32(1))
 	})
 	f.refresh()
-	for f.c.queue.Len() > 0 {
-		key, _ := f.c.queue.Get()
-		f.c.queue.Done(key)
-	}
-	f.c.discoveryQueue.Add(testKey)
-	if !f.c.processNextDiscovery(f.ctx) {
-		t.Fatal("the lane shut down")
+	drain(f)
+	const other = "ns/other"
+	f.c.queue.Add(other)
+	scaled, err := f.c.jobLister.MPIJobs("ns").Get("job")
+	must(t, err)
+	f.c.handleJobUpdate(old, scaled)
+	if !f.c.processNext(f.ctx) {
+		t.Fatal("the queue shut down")
 	}
 	if _, discover := f.files(); discover != script("job-worker-0") {
-		t.Errorf("discover_hosts.sh after the lane's sync:\n%s", discover)
+		t.Errorf("discover_hosts.sh after the first sync:\n%s", discover)
 	}
 	if !hasEvent(f.events(), "Normal WorkersDraining") {
-		t.Error("no WorkersDraining event from the lane's sync")
+		t.Error("no WorkersDraining event from the first sync")
 	}
-	if f.c.discoveryQueue.Len() != 0 {
-		t.Error("the lane kept the key")
+	// The job waits for its drain period; the other key is next.
+	if n := f.c.queue.Len(); n != 1 {
+		t.Fatalf("%d keys ready after the first sync, want 1", n)
+	}
+	if key, priority, _ := f.c.queue.GetWithPriority(); key != other || priority != 0 {
+		t.Errorf("next key %q at priority %d, want %q at 0", key, priority, other)
 	}
 }
 
-// A conflict of the lane's sync (the cache a moment behind the main
-// queue's write) is retried in the lane, a few times, before the main
-// queue takes it over.
-func TestDiscoveryLaneRetriesConflicts(t *testing.T) {
+// A sync that conflicts is retried through the queue's rate limiter, which
+// brings the key back on its own after a short delay and counts the
+// retries until a sync goes through.
+func TestConflictIsRetriedWithBackoff(t *testing.T) {
 	f := newFixture(t).start(storedJob(2, withElastic(1, 4)))
 	runningJob(t, f, "job-worker-0", "job-worker-1")
+	old, err := f.c.jobLister.MPIJobs("ns").Get("job")
+	must(t, err)
 	f.updateJob(func(j *v2beta1.MPIJob) {
 		j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].Replicas = ptr(int32(1))
 	})
 	f.refresh()
+	const conflicts = 2
+	refused := 0
 	f.kube.PrependReactor("update", "configmaps", func(core.Action) (bool, runtime.Object, error) {
+		if refused == conflicts {
+			return false, nil, nil
+		}
+		refused++
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "job-config", nil)
 	})
-	for f.c.queue.Len() > 0 {
-		key, _ := f.c.queue.Get()
-		f.c.queue.Done(key)
-	}
-	for try := 1; try <= maxDiscoveryRetries; try++ {
-		f.refresh() // the cache shows the drain marks; the ConfigMap write conflicts again
-		f.c.discoveryQueue.Add(testKey)
-		f.c.processNextDiscovery(f.ctx)
-		if got := f.c.discoveryQueue.NumRequeues(testKey); got != try {
-			t.Fatalf("try %d: %d requeues in the lane, want %d", try, got, try)
+	drain(f)
+	scaled, err := f.c.jobLister.MPIJobs("ns").Get("job")
+	must(t, err)
+	f.c.handleJobUpdate(old, scaled)
+	for try := 1; try <= conflicts; try++ {
+		f.c.processNext(f.ctx)
+		if n := f.c.queue.Len(); n != 0 {
+			t.Fatalf("try %d: %d keys ready at once after the conflict, want 0", try, n)
 		}
-		if f.c.queue.NumRequeues(testKey) != 0 {
-			t.Fatalf("try %d: the main queue took the conflict over", try)
+		if got := f.c.queue.NumRequeues(testKey); got != try {
+			t.Fatalf("try %d: %d requeues, want %d", try, got, try)
 		}
+		err := wait.PollUntilContextTimeout(f.ctx, time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) { return f.c.queue.Len() == 1, nil })
+		if err != nil {
+			t.Fatalf("try %d: the key did not come back: %v", try, err)
+		}
+		f.refresh() // the cache shows the drain marks
 	}
-	f.refresh()
-	f.c.discoveryQueue.Add(testKey)
-	f.c.processNextDiscovery(f.ctx)
-	if f.c.discoveryQueue.NumRequeues(testKey) != 0 || f.c.queue.NumRequeues(testKey) != 1 {
-		t.Errorf("after %d retries: lane requeues %d, main queue requeues %d; want 0 and 1",
-			maxDiscoveryRetries, f.c.discoveryQueue.NumRequeues(testKey), f.c.queue.NumRequeues(testKey))
+	f.c.processNext(f.ctx)
+	if refused != conflicts {
+		t.Errorf("%d ConfigMap writes refused, want %d", refused, conflicts)
+	}
+	if got := f.c.queue.NumRequeues(testKey); got != 0 {
+		t.Errorf("%d requeues after the sync went through, want 0", got)
+	}
+	if _, discover := f.files(); discover != script("job-worker-0") {
+		t.Errorf("discover_hosts.sh after the retries:\n%s", discover)
 	}
 }

@@ -40,11 +40,10 @@ type wakeEvent struct {
 }
 
 // TestEarlyExitsWriteNothing crosses every early exit of the sync with every
-// event that wakes a job, runs the syncs the event drives (the discovery
-// lane's where it reaches the lane, and the main queue's) on the same
-// cache, and checks that they write at most the job's status, and, for an
-// early exit that stops the job's workers, what stopping them takes, and
-// that discover_hosts.sh lists no worker it did not list before.
+// event that wakes a job, runs the syncs the event drives (urgent or not)
+// on the same cache, and checks that they write at most the job's status,
+// and, for an early exit that stops the job's workers, what stopping them
+// takes, and that discover_hosts.sh lists no worker it did not list before.
 func TestEarlyExitsWriteNothing(t *testing.T) {
 	for _, state := range guardStates() {
 		for _, event := range wakeEvents() {
@@ -57,9 +56,6 @@ func TestEarlyExitsWriteNothing(t *testing.T) {
 				f.refresh()
 				drain(f)
 				deliver()
-				for f.c.discoveryQueue.Len() > 0 {
-					f.c.processNextDiscovery(f.ctx)
-				}
 				for f.c.queue.Len() > 0 {
 					key, _ := f.c.queue.Get()
 					_, _ = f.c.syncHandler(f.ctx, key)
@@ -126,18 +122,13 @@ func hostLines(script string) []string {
 	return out
 }
 
-// drain empties both queues without syncing: the events the fixture's
-// refresh delivered are not the event under test.
+// drain empties the queue without syncing: the events the fixture's
+// refresh delivered are not the event under test. (Len is exact: it first
+// takes in the keys the queue has yet to sort.)
 func drain(f *fixture) {
-	for _, q := range []interface {
-		Len() int
-		Get() (string, bool)
-		Done(string)
-	}{f.c.queue, f.c.discoveryQueue} {
-		for q.Len() > 0 {
-			key, _ := q.Get()
-			q.Done(key)
-		}
+	for f.c.queue.Len() > 0 {
+		key, _ := f.c.queue.Get()
+		f.c.queue.Done(key)
 	}
 }
 
@@ -248,8 +239,7 @@ func wakeEvents() []wakeEvent {
 			return func() {
 				job, err := f.c.jobLister.MPIJobs("ns").Get("job")
 				must(t, err)
-				f.c.enqueueJob(job)
-				f.c.enqueueResize(old, job)
+				f.c.handleJobUpdate(old, job)
 			}
 		}
 	}
