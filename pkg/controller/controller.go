@@ -64,9 +64,11 @@ type MPIJobController struct {
 	recorder     record.EventRecorder
 	clock        clock.Clock
 	expectations *reconcile.Expectations
-	// pods writes pods, telling expectations of each write; creations
-	// creates the workers, through Config.CreationClient.
-	pods, creations reconcile.PodWrites
+	// pods writes pods, telling expectations of each write.
+	pods reconcile.PodWrites
+	// engine acts on the workers' plans; its creations go through
+	// Config.CreationClient.
+	engine *engine.Engine
 	// health tracks the progress of Run and of the main queue's syncs for
 	// /healthz (see Healthy).
 	health *reconcile.Health
@@ -85,8 +87,6 @@ type MPIJobController struct {
 	// refreshes remembers the launcher refreshes the cache has yet to
 	// show (launcher.go).
 	refreshes launcherRefreshes
-	// scaleSteps keeps one event per scale step (pods.go).
-	scaleSteps engine.ScaleSteps
 	// memory lists every store above, and the expectations: all that the
 	// controller remembers of a job, forgotten at once when it is deleted.
 	memory reconcile.JobMemory
@@ -148,14 +148,14 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		clock:        clk,
 		expectations: reconcile.NewExpectations(clk),
 	}
-	c.memory = reconcile.JobMemory{c.expectations, &c.runningSince, &c.statusWrites, &c.countChanges,
-		&c.cmWrites, &c.refreshes, &c.scaleSteps}
 	c.health = reconcile.NewHealth(clk, c.queue.Len)
 	c.pods = reconcile.PodWrites{Client: c.kubeClient, Lister: c.podLister, Expectations: c.expectations}
-	c.creations = c.pods
+	c.engine = &engine.Engine{Pods: c.pods, Creations: c.pods}
 	if cfg.CreationClient != nil {
-		c.creations.Client = cfg.CreationClient
+		c.engine.Creations.Client = cfg.CreationClient
 	}
+	c.memory = reconcile.JobMemory{c.expectations, &c.runningSince, &c.statusWrites, &c.countChanges,
+		&c.cmWrites, &c.refreshes, &c.engine.Steps}
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueJob,

@@ -1,0 +1,264 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
+)
+
+// MaxCreatesPerSync bounds the workers one sync creates, so that a job with
+// many workers to create does not hold a queue worker for long while other
+// jobs wait; the pod events of those created bring the job back for the
+// rest.
+const MaxCreatesPerSync = 32
+
+// ReasonWorkerReplaced is the reason of the Warning event of a failed
+// worker of an elastic job, which leaves discover_hosts.sh and is replaced.
+const ReasonWorkerReplaced = "WorkerReplaced"
+
+// Engine acts on the plans of one controller's jobs. It holds what the
+// controller remembers of each job's scale steps (Steps, to forget with the
+// job).
+type Engine struct {
+	// Pods marks and deletes workers; its expectations tell whether the
+	// cache shows the controller's own pod writes of a job.
+	Pods reconcile.PodWrites
+	// Creations creates workers, through a client whose rate limit is
+	// their own.
+	Creations reconcile.PodWrites
+	Steps     ScaleSteps
+}
+
+// Job is what the engine knows of one job in one sync.
+type Job struct {
+	Owner      reconcile.Owner
+	UID        types.UID
+	Generation int64
+	// Replicas is the number of workers the job asks for.
+	Replicas int
+	// Elastic jobs replace failed workers.
+	Elastic     bool
+	DrainPeriod time.Duration
+	WorkerName  func(index int) string
+	// Now is the time of the sync, from which drains count.
+	Now time.Time
+}
+
+// Hooks are what the API version decides: how the files and the objects
+// beside them are written, how a worker is built, how the launcher is told
+// and where events go.
+type Hooks struct {
+	// Files writes the job's files for plan and returns the
+	// discover_hosts.sh that the API server holds after the write (a
+	// write may be held back: then the script as it was).
+	Files func(ctx context.Context, plan elastic.Plan) (script string, err error)
+	// Beside are written at the same time as the files, before any worker
+	// is created: the launcher's exec rights, a PodGroup. settled tells
+	// whether the plan is carried out in full (see Act).
+	Beside []func(ctx context.Context, plan elastic.Plan, settled bool) error
+	// Tell, if set, tells the running launcher of the script just written.
+	Tell func(ctx context.Context, script string) error
+	// Worker builds the pod of the worker of an index.
+	Worker func(index int) *corev1.Pod
+	// Event records an event on the job.
+	Event func(eventType, reason, message string)
+}
+
+// Outcome is what Act did, for the job's status and its next sync.
+type Outcome struct {
+	// Settled is true when the cache showed every pod write of the
+	// controller's for the job, so that the plan was carried out in full.
+	Settled bool
+	// Written is true when the files were written (or found as wanted);
+	// Script is then the discover_hosts.sh the API server holds.
+	Written bool
+	Script  string
+	// Created are the indices of the workers created.
+	Created []int
+	// Requeue is when the job needs another look, if it does.
+	Requeue time.Duration
+}
+
+// Act carries out plan for job, in the one order both operators follow:
+//  1. the files, with the objects beside them (the exec rights of every
+//     worker about to exist);
+//  2. the launcher told of the script;
+//  3. the drain marks of the victims that the written script no longer
+//     lists (Unlisted: a drain counts from that write);
+//  4. the creations, at most MaxCreatesPerSync;
+//  5. the deletions of drained or finished workers;
+//  6. the marks of failed workers replaced by the workers just created.
+//
+// While the cache does not show the controller's own last pod writes of the
+// job, the plan may repeat them: the pod writes wait (the event that shows
+// them brings the job back, or ExpectationsTimeout passes). While it does
+// not show a drain mark or a deletion, the plan could list a worker already
+// taken out of the script: the files wait too.
+func (e *Engine) Act(ctx context.Context, job Job, ws []elastic.Worker, plan elastic.Plan, h Hooks) (Outcome, error) {
+	key := job.Owner.Object.GetNamespace() + "/" + job.Owner.Object.GetName()
+	out := Outcome{Settled: e.Pods.Expectations.Satisfied(key), Requeue: plan.Requeue}
+	changing := e.Pods.Expectations.Changing(key)
+	if !out.Settled {
+		plan.Create, plan.Drain, plan.Remove = nil, nil, nil
+		out.Requeue = elastic.Sooner(out.Requeue, reconcile.ExpectationsTimeout)
+	}
+	planned := plan.Create
+	plan.Create = plan.Create[:min(len(plan.Create), MaxCreatesPerSync)]
+
+	writes := []func() error{func() (err error) {
+		if changing {
+			return nil
+		}
+		out.Script, err = h.Files(ctx, plan)
+		out.Written = err == nil
+		return err
+	}}
+	for _, beside := range h.Beside {
+		writes = append(writes, func() error { return beside(ctx, plan, out.Settled) })
+	}
+	if err := reconcile.Concurrently(writes...); err != nil {
+		return out, err
+	}
+	if out.Written && h.Tell != nil {
+		if err := h.Tell(ctx, out.Script); err != nil {
+			return out, err
+		}
+	}
+	if out.Written {
+		if err := e.markDraining(ctx, job, h, Unlisted(plan.Drain, out.Script)); err != nil {
+			return out, err
+		}
+	}
+	created, err := e.create(ctx, job, h, plan.Create, planned)
+	out.Created = created
+	if err != nil {
+		return out, err
+	}
+	if err := e.delete(ctx, job, h, plan.Remove); err != nil {
+		return out, err
+	}
+	if out.Settled && job.Elastic {
+		return out, e.markReplaced(ctx, job, h, ws, created)
+	}
+	return out, nil
+}
+
+// create creates the workers of indices, of the planned ones (all the step
+// creates), in batches that start at one pod and double, as the Job
+// controller's do, and returns the indices created. The step's event comes
+// with its first creation.
+func (e *Engine) create(ctx context.Context, job Job, h Hooks, indices, planned []int) ([]int, error) {
+	if len(indices) == 0 {
+		return nil, nil
+	}
+	done, err := reconcile.InBatches(len(indices), 1, func(i int) error {
+		_, err := e.Creations.Create(ctx, job.Owner, h.Worker(indices[i]))
+		return err
+	})
+	created := make([]int, len(done))
+	for i, d := range done {
+		created[i] = indices[d]
+	}
+	if len(created) > 0 {
+		klog.FromContext(ctx).V(2).Info("Created workers", "indices", created)
+		key := job.Owner.Object.GetNamespace() + "/" + job.Owner.Object.GetName()
+		if ev, first := e.Steps.Created(key, job.UID, job.Generation, job.Replicas, workerNames(job, planned)); first {
+			h.Event(corev1.EventTypeNormal, ev.Reason, ev.Message)
+			metrics.WorkerResizes.WithLabelValues("up").Inc()
+		}
+	}
+	return created, err
+}
+
+// markDraining takes victims out of discover_hosts.sh for good: the mark is
+// on the pod itself, so that it outlives a restart of the controller, and
+// the victim is deleted DrainPeriod after it.
+func (e *Engine) markDraining(ctx context.Context, job Job, h Hooks, pods []*corev1.Pod) error {
+	since := job.Now.UTC().Format(time.RFC3339Nano)
+	marked, err := onPods(pods, func(p *corev1.Pod) error {
+		_, err := e.Pods.Annotate(ctx, job.Owner, p, elastic.AnnotationDrainingSince, since)
+		return err
+	})
+	if len(marked) > 0 {
+		klog.FromContext(ctx).V(2).Info("Draining workers", "pods", podNames(marked))
+		ev := Draining(job.Replicas, podNames(marked), job.DrainPeriod)
+		h.Event(corev1.EventTypeNormal, ev.Reason, ev.Message)
+	}
+	return err
+}
+
+// delete deletes workers that discover_hosts.sh no longer lists. The
+// deletion of drained workers ends the step that their draining event
+// announced; only the others have an event of their own.
+func (e *Engine) delete(ctx context.Context, job Job, h Hooks, pods []*corev1.Pod) error {
+	deleted, err := onPods(pods, func(p *corev1.Pod) error { return e.Pods.Delete(ctx, job.Owner, p) })
+	if len(deleted) > 0 {
+		klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", podNames(deleted))
+		metrics.WorkerResizes.WithLabelValues("down").Inc()
+	}
+	if ev, ok := Deleted(deleted); ok {
+		h.Event(corev1.EventTypeNormal, ev.Reason, ev.Message)
+	}
+	return err
+}
+
+// markReplaced records on each failed worker of an elastic job the worker
+// that replaces it, among those just created, and tells the user once.
+func (e *Engine) markReplaced(ctx context.Context, job Job, h Hooks, ws []elastic.Worker, created []int) error {
+	for _, r := range elastic.Replacements(ws, created, job.WorkerName) {
+		patched, err := e.Pods.Annotate(ctx, job.Owner, r.Failed, elastic.AnnotationReplacedBy, r.By)
+		if err != nil {
+			return fmt.Errorf("marking failed worker %s: %w", r.Failed.Name, err)
+		}
+		if patched == nil {
+			continue
+		}
+		outcome := "the job has the workers it asks for without a replacement"
+		if r.By != elastic.ReplacedByNone {
+			outcome = "replaced by " + r.By
+			metrics.WorkersReplaced.Inc()
+		}
+		h.Event(corev1.EventTypeWarning, ReasonWorkerReplaced, fmt.Sprintf("Worker %s ended (%s) and is out of discover_hosts.sh; %s",
+			r.Failed.Name, cmp.Or(r.Failed.Status.Reason, string(r.Failed.Status.Phase)), outcome))
+	}
+	return nil
+}
+
+// onPods runs write on pods in parallel batches and returns the pods it
+// went through for.
+func onPods(pods []*corev1.Pod, write func(*corev1.Pod) error) ([]*corev1.Pod, error) {
+	if len(pods) == 0 {
+		return nil, nil
+	}
+	done, err := reconcile.InBatches(len(pods), reconcile.MaxBatch, func(i int) error { return write(pods[i]) })
+	out := make([]*corev1.Pod, len(done))
+	for i, d := range done {
+		out[i] = pods[d]
+	}
+	return out, err
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out
+}
+
+func workerNames(job Job, indices []int) []string {
+	out := make([]string, len(indices))
+	for i, idx := range indices {
+		out[i] = job.WorkerName(idx)
+	}
+	return out
+}
