@@ -143,7 +143,7 @@ func (e *Engine) Act(ctx context.Context, job Job, ws []elastic.Worker, plan ela
 	if err != nil {
 		return out, err
 	}
-	if err := e.delete(ctx, job, h, plan.Remove); err != nil {
+	if err := e.Delete(ctx, job, h, plan.Remove); err != nil {
 		return out, err
 	}
 	if out.Settled && job.Elastic {
@@ -196,10 +196,10 @@ func (e *Engine) markDraining(ctx context.Context, job Job, h Hooks, pods []*cor
 	return err
 }
 
-// delete deletes workers that discover_hosts.sh no longer lists. The
-// deletion of drained workers ends the step that their draining event
-// announced; only the others have an event of their own.
-func (e *Engine) delete(ctx context.Context, job Job, h Hooks, pods []*corev1.Pod) error {
+// Delete deletes workers that discover_hosts.sh no longer lists, through
+// h.Event only. The deletion of drained workers ends the step that their
+// draining event announced; only the others have an event of their own.
+func (e *Engine) Delete(ctx context.Context, job Job, h Hooks, pods []*corev1.Pod) error {
 	deleted, err := onPods(pods, func(p *corev1.Pod) error { return e.Pods.Delete(ctx, job.Owner, p) })
 	if len(deleted) > 0 {
 		klog.FromContext(ctx).V(2).Info("Deleted workers", "pods", podNames(deleted))

@@ -68,13 +68,13 @@ type MPIJobController struct {
 	clock        clock.Clock
 	expectations *reconcile.Expectations
 	// pods writes pods, telling expectations of each write.
-	pods   reconcile.PodWrites
+	pods reconcile.PodWrites
+	// engine acts on the workers' plans.
+	engine *engine.Engine
 	health *reconcile.Health
 
 	// written remembers the controller's last status write of each job.
 	written reconcile.StatusWrites
-	// scaleSteps keeps one event per scale step (workers.go).
-	scaleSteps engine.ScaleSteps
 	// memory lists every store above, and the expectations: all that the
 	// controller remembers of a job, forgotten at once when it is deleted.
 	memory reconcile.JobMemory
@@ -141,9 +141,10 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		clock:          clk,
 		expectations:   reconcile.NewExpectations(clk),
 	}
-	c.memory = reconcile.JobMemory{c.expectations, &c.written, &c.scaleSteps}
 	c.health = reconcile.NewHealth(clk, c.queue.Len)
 	c.pods = reconcile.PodWrites{Client: c.kube, Lister: c.podLister, Expectations: c.expectations}
+	c.engine = &engine.Engine{Pods: c.pods, Creations: c.pods}
+	c.memory = reconcile.JobMemory{c.expectations, &c.written, &c.engine.Steps}
 
 	// everyEvent handles adds, updates and deletes alike.
 	everyEvent := func(handle func(any)) cache.ResourceEventHandler {
