@@ -46,7 +46,7 @@ func TestDiscoverable(t *testing.T) {
 		{"running launcher", existingLauncher(job, corev1.PodRunning), false},
 	}
 	for _, tc := range cases {
-		if got := discoverable(tc.pod); got != tc.want {
+		if got := isWorker(tc.pod) && elastic.Discoverable(tc.pod); got != tc.want {
 			t.Errorf("%s: discoverable = %v, want %v", tc.name, got, tc.want)
 		}
 	}

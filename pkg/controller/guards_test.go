@@ -294,7 +294,7 @@ func (f *fixture) listRunning(job *kubeflow.MPIJob) {
 			continue
 		}
 		hosts.Desired = append(hosts.Desired, p.Name)
-		if discoverable(p) {
+		if isWorker(p) && elastic.Discoverable(p) {
 			hosts.Running = append(hosts.Running, p.Name)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -111,14 +110,8 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 
 // jobResource tells pkg/tolerant how to list and decode MPIJobs.
 func jobResource(namespace string) tolerant.Resource {
-	return tolerant.Resource{
-		GVR:       kubeflow.SchemeGroupVersion.WithResource("mpijobs"),
-		Kind:      kubeflow.Kind,
-		Namespace: namespace,
-		Decoder:   mpischeme.Codecs.UniversalDeserializer(),
-		NewObject: func() runtime.Object { return &kubeflow.MPIJob{} },
-		NewList:   func() runtime.Object { return &kubeflow.MPIJobList{} },
-	}
+	return tolerant.ResourceOf[kubeflow.MPIJob, kubeflow.MPIJobList](kubeflow.SchemeGroupVersion.WithResource("mpijobs"),
+		kubeflow.Kind, namespace, mpischeme.Codecs.UniversalDeserializer())
 }
 
 // Start starts every informer the controller asked for.

@@ -85,6 +85,15 @@ func Discoverable(pod *corev1.Pod) bool {
 	return !draining
 }
 
+// DiscoverabilityChanged tells whether a pod event changes what
+// discover_hosts.sh may list: whether a worker (as isWorker tells) was
+// Discoverable before it and is not after it, or the other way round.
+// oldPod or newPod is nil when the pod is new or gone.
+func DiscoverabilityChanged(oldPod, newPod *corev1.Pod, isWorker func(*corev1.Pod) bool) bool {
+	listable := func(p *corev1.Pod) bool { return p != nil && isWorker(p) && Discoverable(p) }
+	return listable(oldPod) != listable(newPod)
+}
+
 // compareForScaleIn orders workers from the first to remove to the last: not
 // yet Running first, then the lowest pod-deletion-cost, then the highest
 // index.

@@ -116,3 +116,30 @@ func TestDiscoverable(t *testing.T) {
 		}
 	}
 }
+
+func TestDiscoverabilityChanged(t *testing.T) {
+	worker := func(phase corev1.PodPhase, role string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"role": role}}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	isWorker := func(p *corev1.Pod) bool { return p.Labels["role"] == "worker" }
+	running, pending := worker(corev1.PodRunning, "worker"), worker(corev1.PodPending, "worker")
+	launcher := worker(corev1.PodRunning, "launcher")
+	draining := worker(corev1.PodRunning, "worker")
+	draining.Annotations = map[string]string{AnnotationDrainingSince: "now"}
+	for name, tc := range map[string]struct {
+		old, new *corev1.Pod
+		want     bool
+	}{
+		"turns Running":          {pending, running, true},
+		"marked draining":        {running, draining, true},
+		"stays Running":          {running, running, false},
+		"new Running worker":     {nil, running, true},
+		"new Pending worker":     {nil, pending, false},
+		"Running worker gone":    {running, nil, true},
+		"launcher turns Running": {worker(corev1.PodPending, "launcher"), launcher, false},
+	} {
+		if got := DiscoverabilityChanged(tc.old, tc.new, isWorker); got != tc.want {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+}

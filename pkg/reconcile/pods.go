@@ -28,6 +28,18 @@ func ownerKey(owner Owner) string {
 	return owner.Object.GetNamespace() + "/" + owner.Object.GetName()
 }
 
+// RestartPolicyOf is the restart policy of a pod whose replica spec asks
+// for policy, upstream's Always, OnFailure, Never or ExitCode. ExitCode is
+// the controller's to act on, so such pods never restart by themselves.
+func RestartPolicyOf[P ~string](policy P) corev1.RestartPolicy {
+	switch corev1.RestartPolicy(policy) {
+	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure:
+		return corev1.RestartPolicy(policy)
+	default:
+		return corev1.RestartPolicyNever
+	}
+}
+
 // Create creates one of the owner's pods. A pod of that name that the owner
 // does not control is reported as a ForeignError.
 func (w *PodWrites) Create(ctx context.Context, owner Owner, pod *corev1.Pod) (*corev1.Pod, error) {

@@ -160,3 +160,18 @@ func TestPodWritesDelete(t *testing.T) {
 		t.Error("a failed deletion is no error")
 	}
 }
+
+func TestRestartPolicyOf(t *testing.T) {
+	type upstream string
+	for policy, want := range map[upstream]corev1.RestartPolicy{
+		"Always":    corev1.RestartPolicyAlways,
+		"OnFailure": corev1.RestartPolicyOnFailure,
+		"Never":     corev1.RestartPolicyNever,
+		"ExitCode":  corev1.RestartPolicyNever,
+		"":          corev1.RestartPolicyNever,
+	} {
+		if got := RestartPolicyOf(policy); got != want {
+			t.Errorf("RestartPolicyOf(%q) = %q, want %q", policy, got, want)
+		}
+	}
+}

@@ -54,6 +54,20 @@ type Resource struct {
 	NewList   func() runtime.Object
 }
 
+// ResourceOf describes the resource of gvr, whose objects are of kind and
+// Go type T and whose lists are of type L, decoded by decoder.
+func ResourceOf[T, L any, PT interface {
+	*T
+	runtime.Object
+}, PL interface {
+	*L
+	runtime.Object
+}](gvr schema.GroupVersionResource, kind, namespace string, decoder runtime.Decoder) Resource {
+	return Resource{GVR: gvr, Kind: kind, Namespace: namespace, Decoder: decoder,
+		NewObject: func() runtime.Object { return PT(new(T)) },
+		NewList:   func() runtime.Object { return PL(new(L)) }}
+}
+
 // Reporter is told of each version of an object that cannot be decoded.
 // ref names the object (kind, namespace, name, UID, resourceVersion).
 type Reporter func(ref *corev1.ObjectReference, err error)

@@ -28,13 +28,7 @@ import (
 var gvr = kubeflow.SchemeGroupVersion.WithResource("mpijobs")
 
 func resource() Resource {
-	return Resource{
-		GVR:       gvr,
-		Kind:      kubeflow.Kind,
-		Decoder:   mpischeme.Codecs.UniversalDeserializer(),
-		NewObject: func() runtime.Object { return &kubeflow.MPIJob{} },
-		NewList:   func() runtime.Object { return &kubeflow.MPIJobList{} },
-	}
+	return ResourceOf[kubeflow.MPIJob, kubeflow.MPIJobList](gvr, kubeflow.Kind, "", mpischeme.Codecs.UniversalDeserializer())
 }
 
 // job is an MPIJob as the API server would return it; slots is the value of

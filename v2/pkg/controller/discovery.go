@@ -28,18 +28,14 @@ import (
 // asks for next (a requeue after a drain period, the retry of any other
 // failure) goes back to the queue without urgency.
 
-// discoverable tells whether a pod is one discover_hosts.sh may list as far
-// as the pod itself goes: a worker that elastic.Discoverable accepts. (Its
-// name must also resolve: the EndpointSlice events cover that.)
-func discoverable(pod *corev1.Pod) bool {
-	return pod.Labels[labelJobRole] == roleWorker && elastic.Discoverable(pod)
-}
+// isWorker tells whether a pod of a job is one of its workers.
+func isWorker(pod *corev1.Pod) bool { return pod.Labels[labelJobRole] == roleWorker }
 
 // discoverabilityChanged tells whether a pod event changes what
-// discover_hosts.sh may list; newPod is nil when the pod is gone.
+// discover_hosts.sh may list; newPod is nil when the pod is gone. (A
+// worker's name must also resolve: the EndpointSlice events cover that.)
 func discoverabilityChanged(oldPod, newPod *corev1.Pod) bool {
-	was := oldPod != nil && discoverable(oldPod)
-	return was != (newPod != nil && discoverable(newPod))
+	return elastic.DiscoverabilityChanged(oldPod, newPod, isWorker)
 }
 
 // resized tells whether a job update changes the worker replicas, and with

@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -131,14 +130,8 @@ func NewInformers(kube kubernetes.Interface, meta metadata.Interface, mpi client
 
 // jobResource tells pkg/tolerant how to list and decode MPIJobs.
 func jobResource(namespace string) tolerant.Resource {
-	return tolerant.Resource{
-		GVR:       v2beta1.SchemeGroupVersion.WithResource("mpijobs"),
-		Kind:      v2beta1.Kind,
-		Namespace: namespace,
-		Decoder:   mpischeme.Codecs.UniversalDeserializer(),
-		NewObject: func() runtime.Object { return &v2beta1.MPIJob{} },
-		NewList:   func() runtime.Object { return &v2beta1.MPIJobList{} },
-	}
+	return tolerant.ResourceOf[v2beta1.MPIJob, v2beta1.MPIJobList](v2beta1.SchemeGroupVersion.WithResource("mpijobs"),
+		v2beta1.Kind, namespace, mpischeme.Codecs.UniversalDeserializer())
 }
 
 // factory is what Start and Shutdown need of an informer factory.

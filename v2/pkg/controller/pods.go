@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
@@ -49,7 +50,7 @@ func newWorker(job *v2beta1.MPIJob, index int, gang gangScheduler, clusterDomain
 	tmpl := newPodTemplate(job, v2beta1.MPIReplicaTypeWorker, roleWorker, gang)
 	tmpl.Labels[labelReplicaIndex] = strconv.Itoa(index)
 	tmpl.Spec.Hostname = name
-	tmpl.Spec.RestartPolicy = podRestartPolicy(spec.RestartPolicy)
+	tmpl.Spec.RestartPolicy = reconcile.RestartPolicyOf(spec.RestartPolicy)
 	if usesHydra(job) {
 		addDNSSearch(&tmpl.Spec, launcherDomain(job, clusterDomain))
 	}
@@ -104,19 +105,6 @@ func withEntries(m, add map[string]string) map[string]string {
 	}
 	maps.Copy(m, add)
 	return m
-}
-
-// podRestartPolicy is a worker's restart policy. ExitCode is for the
-// controller to act on, so such pods never restart by themselves.
-func podRestartPolicy(p v2beta1.RestartPolicy) corev1.RestartPolicy {
-	switch p {
-	case v2beta1.RestartPolicyAlways:
-		return corev1.RestartPolicyAlways
-	case v2beta1.RestartPolicyOnFailure:
-		return corev1.RestartPolicyOnFailure
-	default:
-		return corev1.RestartPolicyNever
-	}
 }
 
 // usesHydra tells whether the job's MPI starts its ranks through the hydra
