@@ -35,13 +35,13 @@ func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJ
 	if err != nil || !metav1.IsControlledBy(cur, job) {
 		cur = nil
 	}
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	// The cheap test first: most syncs come long after the last write,
 	// and the scripts of a large job take a while to parse.
 	if wait := c.cmWrites.wait(key, now); wait > 0 && cur != nil &&
 		elastic.OnlyAddsHosts(cur.Data[discoverHostsKey], want.Data[discoverHostsKey]) {
 		klog.FromContext(ctx).V(4).Info("Adding hosts held back", "wait", wait)
-		reconcile.AddUrgentAfter(c.queue, key, wait)
+		reconcile.AddUrgentAfter(c.Queue, key, wait)
 		return cur, nil
 	}
 	written, err := reconcile.Ensure(ctx, owner(job), c.configMapChild(c.kubeClient, job), want)

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -10,10 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
@@ -56,29 +53,14 @@ type MPIJobController struct {
 	// podGroups writes PodGroups; a field so that tests can stand in for
 	// volcano's client.
 	podGroups func(namespace string) volcanotyped.PodGroupInterface
-	synced    []cache.InformerSynced
 
-	// queue holds the keys of the jobs to sync, the urgent ones first
-	// (discovery.go); it hands a key to one worker at a time.
-	queue        reconcile.Queue
-	recorder     record.EventRecorder
-	clock        clock.Clock
-	expectations *reconcile.Expectations
-	// pods writes pods, telling expectations of each write.
-	pods reconcile.PodWrites
-	// engine acts on the workers' plans; its creations go through
-	// Config.CreationClient.
-	engine *engine.Engine
-	// health tracks the progress of Run and of the main queue's syncs for
-	// /healthz (see Healthy).
-	health *reconcile.Health
+	// Base is the queue, the recorder, the engine and the rest of the
+	// machinery that both operators' controllers share.
+	*engine.Base
 
 	// runningSince remembers when the controller saw each worker turn
 	// Running, for the discovery latency histogram only.
 	runningSince runningSince
-	// statusWrites remembers each job's last status write until the cache
-	// shows it.
-	statusWrites reconcile.StatusWrites
 	// countChanges holds back status writes that change the replica counts
 	// or the Resizing condition only (status.go).
 	countChanges countChanges
@@ -87,7 +69,7 @@ type MPIJobController struct {
 	// refreshes remembers the launcher refreshes the cache has yet to
 	// show (launcher.go).
 	refreshes launcherRefreshes
-	// memory lists every store above, and the expectations: all that the
+	// memory lists every store above and the Base's: all that the
 	// controller remembers of a job, forgotten at once when it is deleted.
 	memory reconcile.JobMemory
 }
@@ -103,14 +85,11 @@ func init() {
 // to the API server through a broadcaster that stops with ctx.
 func NewMPIJobController(ctx context.Context, kubeClient kubernetes.Interface, mpiClient clientset.Interface,
 	volcanoClient volcanoclient.Interface, inf *Informers, cfg Config) *MPIJobController {
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartStructuredLogging(4)
 	events := cfg.EventClient
 	if events == nil {
 		events = kubeClient
 	}
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerName})
+	recorder := engine.NewRecorder(ctx, events, controllerName)
 	return newController(ctx, kubeClient, mpiClient, volcanoClient, inf, cfg, recorder, clock.RealClock{})
 }
 
@@ -132,44 +111,37 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		logger.Error(err, "Adding the pod index")
 	}
 	c := &MPIJobController{
-		kubeClient:   kubeClient,
-		mpiClient:    mpiClient,
-		cfg:          cfg,
-		jobLister:    jobs.Lister(),
-		podLister:    podCache{indexer: pods.Informer().GetIndexer()},
-		podIndexer:   pods.Informer().GetIndexer(),
-		cmLister:     cms.Lister(),
-		saLister:     sas.Lister(),
-		roleLister:   roles.Lister(),
-		rbLister:     rbs.Lister(),
-		otherPods:    others.Lister(),
-		queue:        reconcile.NewQueue(),
-		recorder:     recorder,
-		clock:        clk,
-		expectations: reconcile.NewExpectations(clk),
+		kubeClient: kubeClient,
+		mpiClient:  mpiClient,
+		cfg:        cfg,
+		jobLister:  jobs.Lister(),
+		podLister:  podCache{indexer: pods.Informer().GetIndexer()},
+		podIndexer: pods.Informer().GetIndexer(),
+		cmLister:   cms.Lister(),
+		saLister:   sas.Lister(),
+		roleLister: roles.Lister(),
+		rbLister:   rbs.Lister(),
+		otherPods:  others.Lister(),
 	}
-	c.health = reconcile.NewHealth(clk, c.queue.Len)
-	c.pods = reconcile.PodWrites{Client: c.kubeClient, Lister: c.podLister, Expectations: c.expectations}
-	c.engine = &engine.Engine{Pods: c.pods, Creations: c.pods}
+	c.Base = engine.NewBase(kubeClient, c.podLister, recorder, clk)
 	if cfg.CreationClient != nil {
-		c.engine.Creations.Client = cfg.CreationClient
+		c.Engine.Creations.Client = cfg.CreationClient
 	}
-	c.memory = reconcile.JobMemory{c.expectations, &c.runningSince, &c.statusWrites, &c.countChanges,
-		&c.cmWrites, &c.refreshes, &c.engine.Steps}
+	c.memory = append(c.Stores(), &c.runningSince, &c.countChanges, &c.cmWrites, &c.refreshes)
 
-	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
+	c.AddHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueJob,
 		UpdateFunc: c.handleJobUpdate,
 		DeleteFunc: c.enqueueJob,
 	})
-	c.addHandler(logger, pods.Informer(), podEvents(cache.ResourceEventHandlerFuncs{
+	c.AddHandler(logger, pods.Informer(), podEvents(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.handlePodAdd,
 		UpdateFunc: c.handlePodUpdate,
 		DeleteFunc: c.handlePodDelete,
 	}))
 	// A pod that holds a worker's name matters when it comes, as its name
 	// must leave the Role, and when it goes, as the worker may be created.
-	c.addHandler(logger, others.Informer(), cache.ResourceEventHandlerFuncs{
+	c.AddHandler(logger, others.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.handleOtherPod,
 		DeleteFunc: c.handleOtherPod,
 	})
@@ -179,62 +151,27 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		DeleteFunc: c.handleObject,
 	}
 	for _, informer := range []cache.SharedIndexInformer{cms.Informer(), sas.Informer(), roles.Informer(), rbs.Informer()} {
-		c.addHandler(logger, informer, owned)
+		c.AddHandler(logger, informer, owned)
 	}
 	if inf.volcano != nil {
 		pgs := inf.volcano.Scheduling().V1beta1().PodGroups()
 		c.pgLister = pgs.Lister()
 		c.podGroups = volcanoClient.SchedulingV1beta1().PodGroups
-		c.addHandler(logger, pgs.Informer(), owned)
+		c.AddHandler(logger, pgs.Informer(), owned)
 	}
 	return c
-}
-
-func (c *MPIJobController) addHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	reg, err := informer.AddEventHandler(h)
-	if err != nil {
-		// Only a stopped informer refuses a handler; before Start it cannot be.
-		logger.Error(err, "Adding an event handler")
-		return
-	}
-	c.synced = append(c.synced, reg.HasSynced)
 }
 
 // Run waits for the caches, then runs threadiness workers on the queue
 // until ctx is done.
 func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx)
-	c.health.Starting(threadiness)
-
-	logger.Info("Waiting for informer caches to sync")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
-		return fmt.Errorf("informer caches did not sync")
-	}
-	c.health.CachesSynced()
-	logger.Info("Starting workers", "count", threadiness)
-	var wg sync.WaitGroup
-	for range threadiness {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
-	}
-	<-ctx.Done()
-	logger.Info("Shutting down workers")
-	c.queue.ShutDown()
-	wg.Wait()
-	return nil
+	return c.RunWorkers(ctx, threadiness, c.sync)
 }
 
-func (c *MPIJobController) runWorker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
-	return reconcile.ProcessNext(ctx, c.queue, c.health, func(ctx context.Context, key string) (time.Duration, error) {
-		defer observeSync(time.Now())
-		return c.syncHandler(ctx, key)
-	})
+// sync is the sync of one job, timed.
+func (c *MPIJobController) sync(ctx context.Context, key string) (time.Duration, error) {
+	defer observeSync(time.Now())
+	return c.syncHandler(ctx, key)
 }
 
 // observeSync records a sync that started at start.
@@ -248,13 +185,13 @@ func (c *MPIJobController) enqueueJob(obj any) {
 		utilruntime.HandleError(err)
 		return
 	}
-	c.queue.Add(key)
+	c.Queue.Add(key)
 }
 
 // handleObject enqueues the MPIJob that controls obj, if any.
 func (c *MPIJobController) handleObject(obj any) {
 	if key, ok := ownerKey(obj); ok {
-		c.queue.Add(key)
+		c.Queue.Add(key)
 	}
 }
 
@@ -276,8 +213,8 @@ func ownerKey(obj any) (string, bool) {
 
 func (c *MPIJobController) handlePodAdd(obj any) {
 	if key, ok := ownerKey(obj); ok {
-		c.expectations.ObserveCreate(key, obj.(*corev1.Pod).Name)
-		c.queue.Add(key)
+		c.Expectations.ObserveCreate(key, obj.(*corev1.Pod).Name)
+		c.Queue.Add(key)
 	}
 }
 
@@ -293,9 +230,9 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 	}
 	if key, ok := ownerKey(newObj); ok {
 		if newPod.Status.Phase == corev1.PodRunning && oldPod.Status.Phase != corev1.PodRunning {
-			c.runningSince.store(key, newPod.UID, c.clock.Now())
+			c.runningSince.store(key, newPod.UID, c.Clock.Now())
 		}
-		c.expectations.Observe(key, newPod)
+		c.Expectations.Observe(key, newPod)
 		c.enqueuePodChange(key, oldPod, newPod)
 	}
 }
@@ -312,7 +249,7 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	}
 	if key, ok := ownerKey(pod); ok {
 		c.runningSince.take(key, pod.UID)
-		c.expectations.ObserveGone(key, pod.UID)
+		c.Expectations.ObserveGone(key, pod.UID)
 		c.enqueuePodChange(key, pod, nil)
 	}
 }

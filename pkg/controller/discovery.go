@@ -15,10 +15,10 @@ func isWorker(pod *corev1.Pod) bool { return pod.Labels[labelMPIRole] == roleWor
 // when the change is one discover_hosts.sh must show.
 func (c *MPIJobController) enqueuePodChange(key string, oldPod, newPod *corev1.Pod) {
 	if elastic.DiscoverabilityChanged(oldPod, newPod, isWorker) {
-		reconcile.AddUrgent(c.queue, key)
+		reconcile.AddUrgent(c.Queue, key)
 		return
 	}
-	c.queue.Add(key)
+	c.Queue.Add(key)
 }
 
 // handleJobUpdate queues a changed job, urgently when its worker replicas
@@ -28,7 +28,7 @@ func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
 	oldJob, okOld := oldObj.(*kubeflow.MPIJob)
 	newJob, okNew := newObj.(*kubeflow.MPIJob)
 	if okOld && okNew && desiredWorkers(oldJob) != desiredWorkers(newJob) {
-		reconcile.AddUrgent(c.queue, jobKey(newJob))
+		reconcile.AddUrgent(c.Queue, jobKey(newJob))
 		return
 	}
 	c.enqueueJob(newObj)

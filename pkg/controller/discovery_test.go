@@ -56,10 +56,10 @@ func TestDiscoverable(t *testing.T) {
 // test unless it holds exactly one.
 func queued(t *testing.T, c *MPIJobController) int {
 	t.Helper()
-	if n := c.queue.Len(); n != 1 {
+	if n := c.Queue.Len(); n != 1 {
 		t.Fatalf("the queue holds %d keys, want 1", n)
 	}
-	_, priority, _ := c.queue.GetWithPriority()
+	_, priority, _ := c.Queue.GetWithPriority()
 	return priority
 }
 
@@ -112,10 +112,10 @@ func TestNoOpPodPatchLeavesNothingToWaitFor(t *testing.T) {
 	f.pods[2].Annotations[elastic.AnnotationHostsHash] = "same"
 	_, ctx := ktesting.NewTestContext(t)
 	c := f.newController(ctx)
-	if _, err := c.pods.Annotate(ctx, owner(job), f.pods[2], elastic.AnnotationHostsHash, "same"); err != nil {
+	if _, err := c.Pods.Annotate(ctx, owner(job), f.pods[2], elastic.AnnotationHostsHash, "same"); err != nil {
 		t.Fatal(err)
 	}
-	if !c.expectations.Satisfied(jobKey(job)) {
+	if !c.Expectations.Satisfied(jobKey(job)) {
 		t.Error("the job waits for an event that a patch without change never brings")
 	}
 }
@@ -162,7 +162,7 @@ func TestLauncherRefreshIsNoExpectation(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
-	if c.expectations.Changing(jobKey(job)) || !c.expectations.Satisfied(jobKey(job)) {
+	if c.Expectations.Changing(jobKey(job)) || !c.Expectations.Satisfied(jobKey(job)) {
 		t.Error("the launcher's refresh is waited for")
 	}
 

@@ -61,14 +61,14 @@ func TestEarlyExitsWriteNothing(t *testing.T) {
 				deliver(c)
 				// A pod the job does not control wakes no job: the blocked
 				// job's launcher changes then without a sync.
-				woken := c.queue.Len() > 0
-				for c.queue.Len() > 0 {
-					key, priority, _ := c.queue.GetWithPriority()
+				woken := c.Queue.Len() > 0
+				for c.Queue.Len() > 0 {
+					key, priority, _ := c.Queue.GetWithPriority()
 					if urgent := priority > 0; urgent != event.urgent {
 						t.Errorf("the event queues the job urgently: %v, want %v", urgent, event.urgent)
 					}
 					_, _ = c.syncHandler(ctx, key)
-					c.queue.Done(key)
+					c.Queue.Done(key)
 				}
 				if woken && state.outcome != "" {
 					f.expectCondition(state.outcome)

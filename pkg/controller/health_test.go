@@ -29,7 +29,7 @@ func TestControllerHealthFollowsRun(t *testing.T) {
 	go func() { done <- c.Run(ctx, 2) }()
 	// Once Run has started, the caches' grace period runs.
 	waitUntil(t, "Run to start", func() bool {
-		return c.health.Healthy(f.clock.Now().Add(reconcile.CacheSyncGrace+time.Second)) != nil
+		return c.Health.Healthy(f.clock.Now().Add(reconcile.CacheSyncGrace+time.Second)) != nil
 	})
 
 	f.clock.Step(reconcile.CacheSyncGrace)
@@ -64,18 +64,18 @@ func TestProcessNextWorkItemRecordsProgress(t *testing.T) {
 		<-release
 		return false, nil, nil
 	})
-	c.health.Starting(1)
-	c.health.CachesSynced()
+	c.Health.Starting(1)
+	c.Health.CachesSynced()
 
 	// A job that does not exist, whose sync only forgets it, and one that
 	// does.
-	c.queue.Add("ns/first")
-	c.queue.Add(jobKey(f.jobs[0]))
+	c.Queue.Add("ns/first")
+	c.Queue.Add(jobKey(f.jobs[0]))
 	f.clock.Step(reconcile.StallTimeout + time.Second)
 	if err := c.Healthy(); err == nil || !strings.Contains(err.Error(), "2 MPIJob(s) wait in the work queue") {
 		t.Fatalf("Healthy() with work and no sync = %v, want the queue reported", err)
 	}
-	c.processNextWorkItem(ctx)
+	c.ProcessNext(ctx, c.sync)
 	if err := c.Healthy(); err != nil {
 		t.Errorf("Healthy() right after a sync = %v, want nil", err)
 	}
@@ -83,11 +83,11 @@ func TestProcessNextWorkItemRecordsProgress(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.processNextWorkItem(ctx)
+		c.ProcessNext(ctx, c.sync)
 	}()
 	// Once the sync has started, it is the one reported, not the queue.
 	waitUntil(t, "the sync to start", func() bool {
-		err := c.health.Healthy(f.clock.Now().Add(reconcile.StallTimeout + time.Second))
+		err := c.Health.Healthy(f.clock.Now().Add(reconcile.StallTimeout + time.Second))
 		return err != nil && strings.Contains(err.Error(), "has been running")
 	})
 	f.clock.Step(reconcile.StallTimeout + time.Second)

@@ -163,7 +163,7 @@ func (c *MPIJobController) createLauncher(ctx context.Context, job *kubeflow.MPI
 		minReadyWorkers: minReadyWorkers(job),
 		hostsHash:       hash,
 	}
-	created, err := c.pods.Create(ctx, owner(job), newLauncher(job, opts))
+	created, err := c.Pods.Create(ctx, owner(job), newLauncher(job, opts))
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (c *MPIJobController) refreshLauncher(ctx context.Context, job *kubeflow.MP
 	// launcher's hash, so none waits for the cache to show it (under a
 	// busy API server that wait held the listing of the job's next
 	// workers back); refreshes remembers it instead, against a repeat.
-	patched, err := c.pods.AnnotateUntracked(ctx, launcher, elastic.AnnotationHostsHash, hash)
+	patched, err := c.Pods.AnnotateUntracked(ctx, launcher, elastic.AnnotationHostsHash, hash)
 	if err != nil {
 		return launcher, fmt.Errorf("annotating launcher: %w", err)
 	}

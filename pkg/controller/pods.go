@@ -22,7 +22,7 @@ func (c *MPIJobController) observeDiscovery(key string, ws []elastic.Worker, lis
 	for _, n := range listed {
 		in[n] = true
 	}
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	for _, w := range ws {
 		if !in[w.Pod.Name] {
 			continue

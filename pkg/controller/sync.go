@@ -42,7 +42,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	if err != nil {
 		return 0, err
 	}
-	now := metav1.NewTime(c.clock.Now())
+	now := metav1.NewTime(c.Clock.Now())
 	obs, exit, err := c.checkJob(shared, now)
 	switch exit {
 	case exitDeleted:
@@ -57,7 +57,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 		requeue, err = c.reconcile(ctx, obs, exit, now)
 	}
 	updateBlocked(&job.Status, err, now)
-	if c.statusWrites.Unseen(key, shared.ResourceVersion) {
+	if c.StatusWrites.Unseen(key, shared.ResourceVersion) {
 		// The cache does not show the last status write yet; the job's
 		// update event brings it back.
 		return elastic.Sooner(requeue, reconcile.ExpectationsTimeout), err
@@ -100,13 +100,13 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 	if obs.restartRecorded {
 		// The failure is counted in the status the cache shows: the pod
 		// may go, and a later sync creates the next launcher.
-		if err := c.pods.Delete(ctx, owner(job), launcher); err != nil {
+		if err := c.Pods.Delete(ctx, owner(job), launcher); err != nil {
 			return 0, err
 		}
 	}
 	plan := elastic.PlanWorkers(workerSpec(job), ws, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
 	state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: obs.belowMin.Since}
-	out, err := c.engine.Act(ctx, c.engineJob(job, now), ws, plan, engine.Hooks{
+	out, err := c.Engine.Act(ctx, c.engineJob(job, now), ws, plan, engine.Hooks{
 		Files: func(ctx context.Context, plan elastic.Plan) (string, error) {
 			cm, err := c.syncConfigMap(ctx, job, plan.Hosts, state)
 			if err != nil {
@@ -134,7 +134,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 			return err
 		},
 		Worker: func(i int) *corev1.Pod { return newWorker(job, i, c.cfg.GangSchedulerName) },
-		Event:  func(eventType, reason, msg string) { c.recorder.Event(job, eventType, reason, msg) },
+		Event:  func(eventType, reason, msg string) { c.Recorder.Event(job, eventType, reason, msg) },
 	})
 	if err != nil {
 		return 0, err

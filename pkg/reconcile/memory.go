@@ -46,19 +46,28 @@ var (
 // remember a job outside m: a JobStore, or a pointer to one, that m does
 // not list, and any map or sync.Map. Tests call it on a controller, so that
 // a store added to the controller and not to its memory fails them rather
-// than outliving the jobs it remembers. Only the struct's own fields are
-// looked at.
+// than outliving the jobs it remembers. The struct's own fields are looked
+// at, and those of the structs it embeds.
 func (m JobMemory) Unlisted(owner any) []string {
 	listed := map[uintptr]bool{}
 	for _, s := range m {
 		listed[reflect.ValueOf(s).Pointer()] = true
 	}
-	v := reflect.ValueOf(owner).Elem()
+	return unlisted(reflect.ValueOf(owner).Elem(), listed)
+}
+
+func unlisted(v reflect.Value, listed map[uintptr]bool) []string {
 	var out []string
 	for i := range v.NumField() {
 		field, name := v.Field(i), v.Type().Field(i).Name
 		t := field.Type()
 		switch {
+		case v.Type().Field(i).Anonymous && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+			if !field.IsNil() {
+				out = append(out, unlisted(field.Elem(), listed)...)
+			}
+		case v.Type().Field(i).Anonymous && t.Kind() == reflect.Struct:
+			out = append(out, unlisted(field, listed)...)
 		case t.Kind() == reflect.Pointer && t.Implements(jobStoreType):
 			if !listed[field.Pointer()] {
 				out = append(out, name)

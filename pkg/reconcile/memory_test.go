@@ -28,8 +28,15 @@ func TestJobMemoryForgetsEveryStore(t *testing.T) {
 	}
 }
 
+// Embedded is a struct a controller embeds, whose stores count as the
+// controller's own.
+type Embedded struct {
+	Listed, Unlisted StatusWrites
+}
+
 func TestJobMemoryUnlisted(t *testing.T) {
 	type owner struct {
+		*Embedded
 		listed    StatusWrites
 		unlisted  StatusWrites
 		pointer   *Expectations
@@ -39,11 +46,11 @@ func TestJobMemoryUnlisted(t *testing.T) {
 		unrelated int
 	}
 	clk := testingclock.NewFakePassiveClock(time.Time{})
-	o := &owner{pointer: NewExpectations(clk), stray: NewExpectations(clk), byKey: map[string]int{"ns/a": 1}, unrelated: 1}
+	o := &owner{Embedded: &Embedded{}, pointer: NewExpectations(clk), stray: NewExpectations(clk), byKey: map[string]int{"ns/a": 1}, unrelated: 1}
 	o.unlisted.Wrote("ns/a", "1")
 	o.anyKey.Store("ns/a", 1)
-	got := JobMemory{&o.listed, o.pointer}.Unlisted(o)
-	if want := []string{"unlisted", "stray", "byKey", "anyKey"}; !slices.Equal(got, want) {
+	got := JobMemory{&o.listed, o.pointer, &o.Embedded.Listed}.Unlisted(o)
+	if want := []string{"Unlisted", "unlisted", "stray", "byKey", "anyKey"}; !slices.Equal(got, want) {
 		t.Errorf("Unlisted = %v, want %v", got, want)
 	}
 }

@@ -2,19 +2,14 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"strings"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -59,24 +54,13 @@ type MPIJobController struct {
 	otherPods         cache.GenericLister
 	volcanoGroups     volcanolisters.PodGroupLister // nil unless volcano gangs
 	schedPluginGroups schedlisters.PodGroupLister   // nil unless scheduler-plugins gangs
-	synced            []cache.InformerSynced
 
-	// queue holds the keys of the jobs to sync, some of them urgent
-	// (discovery.go).
-	queue        reconcile.Queue
-	recorder     record.EventRecorder
-	clock        clock.Clock
-	expectations *reconcile.Expectations
-	// pods writes pods, telling expectations of each write.
-	pods reconcile.PodWrites
-	// engine acts on the workers' plans.
-	engine *engine.Engine
-	health *reconcile.Health
+	// Base is the queue, the recorder, the engine and the rest of the
+	// machinery that both operators' controllers share.
+	*engine.Base
 
-	// written remembers the controller's last status write of each job.
-	written reconcile.StatusWrites
-	// memory lists every store above, and the expectations: all that the
-	// controller remembers of a job, forgotten at once when it is deleted.
+	// memory lists the Base's stores: all that the controller remembers of
+	// a job, forgotten at once when it is deleted.
 	memory reconcile.JobMemory
 }
 
@@ -92,14 +76,11 @@ func init() {
 // go to the API server through a broadcaster that stops with ctx.
 func NewMPIJobController(ctx context.Context, kube kubernetes.Interface, mpi clientset.Interface,
 	volcano volcanoclient.Interface, schedPlugins schedclient.Interface, inf *Informers, cfg Config) *MPIJobController {
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartStructuredLogging(4)
 	events := cfg.EventClient
 	if events == nil {
 		events = kube
 	}
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerName})
+	recorder := engine.NewRecorder(ctx, events, controllerName)
 	return newController(ctx, kube, mpi, volcano, schedPlugins, inf, cfg, recorder, clock.RealClock{})
 }
 
@@ -136,15 +117,9 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		launcherLister: launchers.Lister(),
 		sliceIndexer:   slices.Informer().GetIndexer(),
 		otherPods:      others.Lister(),
-		queue:          reconcile.NewQueue(),
-		recorder:       recorder,
-		clock:          clk,
-		expectations:   reconcile.NewExpectations(clk),
 	}
-	c.health = reconcile.NewHealth(clk, c.queue.Len)
-	c.pods = reconcile.PodWrites{Client: c.kube, Lister: c.podLister, Expectations: c.expectations}
-	c.engine = &engine.Engine{Pods: c.pods, Creations: c.pods}
-	c.memory = reconcile.JobMemory{c.expectations, &c.written, &c.engine.Steps}
+	c.Base = engine.NewBase(kube, c.podLister, recorder, clk)
+	c.memory = c.Stores()
 
 	// everyEvent handles adds, updates and deletes alike.
 	everyEvent := func(handle func(any)) cache.ResourceEventHandler {
@@ -181,15 +156,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		handlers[groups.Informer()] = everyEvent(c.handleOwned)
 	}
 	for informer, h := range handlers {
-		reg, err := informer.AddEventHandler(h)
-		if err != nil {
-			// Only a stopped informer refuses a handler; these have not
-			// started.
-			logger.Error(err, "Registering an event handler")
-			continue
-		}
-		// Run waits until every handler has seen its informer's first list.
-		c.synced = append(c.synced, reg.HasSynced)
+		c.AddHandler(logger, informer, h)
 	}
 	return c
 }
@@ -197,71 +164,13 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 // Run waits for the caches, then runs threadiness workers until ctx is
 // done, and returns once they have stopped.
 func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	c.health.Starting(threadiness)
-	if err := c.waitForCaches(ctx); err != nil {
-		c.queue.ShutDown()
-		return err
-	}
-	c.health.CachesSynced()
-	workers := c.startWorkers(ctx, threadiness)
-	<-ctx.Done()
-	klog.FromContext(ctx).Info("Stopping the workers")
-	c.queue.ShutDown()
-	workers.Wait()
-	return nil
-}
-
-// Healthy returns nil unless the controller is stuck, and otherwise a
-// one-line reason; /healthz serves it, so that a liveness probe restarts a
-// stuck operator.
-func (c *MPIJobController) Healthy() error {
-	return c.health.Healthy(c.clock.Now())
-}
-
-func (c *MPIJobController) waitForCaches(ctx context.Context) error {
-	klog.FromContext(ctx).Info("Waiting for the informer caches")
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return errors.New("the informer caches did not sync before the stop")
-	}
-	return nil
-}
-
-// startWorkers starts n goroutines that take jobs from the queue.
-func (c *MPIJobController) startWorkers(ctx context.Context, n int) *sync.WaitGroup {
-	klog.FromContext(ctx).Info("Starting the workers", "count", n)
-	wg := &sync.WaitGroup{}
-	for range n {
-		wg.Go(func() {
-			wait.UntilWithContext(ctx, func(ctx context.Context) {
-				for c.processNext(ctx) {
-				}
-			}, time.Second)
-		})
-	}
-	return wg
-}
-
-// processNext syncs the next job of the queue; false once the queue shuts
-// down.
-func (c *MPIJobController) processNext(ctx context.Context) bool {
-	return reconcile.ProcessNext(ctx, c.queue, c.health, c.syncHandler)
-}
-
-// enqueue queues key, ahead of the keys queued without urgency when urgent
-// (discovery.go).
-func (c *MPIJobController) enqueue(key string, urgent bool) {
-	if urgent {
-		reconcile.AddUrgent(c.queue, key)
-		return
-	}
-	c.queue.Add(key)
+	return c.RunWorkers(ctx, threadiness, c.syncHandler)
 }
 
 // enqueueJob enqueues the MPIJob of an event.
 func (c *MPIJobController) enqueueJob(obj any) {
 	if m, ok := untombstone(obj).(metav1.Object); ok {
-		c.queue.Add(m.GetNamespace() + "/" + m.GetName())
+		c.Queue.Add(m.GetNamespace() + "/" + m.GetName())
 	}
 }
 
@@ -269,7 +178,7 @@ func (c *MPIJobController) enqueueJob(obj any) {
 // replicas changed.
 func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
 	if m, ok := newObj.(metav1.Object); ok {
-		c.enqueue(m.GetNamespace()+"/"+m.GetName(), resized(oldObj, newObj))
+		c.Enqueue(m.GetNamespace()+"/"+m.GetName(), resized(oldObj, newObj))
 	}
 }
 
@@ -297,7 +206,7 @@ func jobOf(obj any) (string, bool) {
 // handleOwned enqueues the MPIJob that controls a child that is not a pod.
 func (c *MPIJobController) handleOwned(obj any) {
 	if key, ok := jobOf(obj); ok {
-		c.queue.Add(key)
+		c.Queue.Add(key)
 	}
 }
 
@@ -337,9 +246,9 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 // job.
 func (c *MPIJobController) observePod(pod *corev1.Pod, urgent bool) {
 	if key, ok := podJob(pod); ok {
-		c.expectations.ObserveCreate(key, pod.Name)
-		c.expectations.Observe(key, pod)
-		c.enqueue(key, urgent)
+		c.Expectations.ObserveCreate(key, pod.Name)
+		c.Expectations.Observe(key, pod)
+		c.Enqueue(key, urgent)
 	}
 }
 
@@ -351,9 +260,9 @@ func (c *MPIJobController) handlePodGone(obj any) {
 		return
 	}
 	if key, ok := podJob(pod); ok {
-		c.expectations.ObserveCreate(key, pod.Name)
-		c.expectations.ObserveGone(key, pod.UID)
-		c.enqueue(key, discoverabilityChanged(pod, nil))
+		c.Expectations.ObserveCreate(key, pod.Name)
+		c.Expectations.ObserveGone(key, pod.UID)
+		c.Enqueue(key, discoverabilityChanged(pod, nil))
 	}
 }
 
@@ -368,7 +277,7 @@ func (c *MPIJobController) handleSlice(obj any) {
 	if key, ok := c.jobKeyIfExists(s.Namespace, s.Labels[labelApp]); ok {
 		// A name that starts or stops resolving changes what
 		// discover_hosts.sh may list.
-		reconcile.AddUrgent(c.queue, key)
+		reconcile.AddUrgent(c.Queue, key)
 	}
 }
 
@@ -387,7 +296,7 @@ func (c *MPIJobController) handleOtherPod(obj any) {
 // enqueueIfJob enqueues namespace/name if such an MPIJob exists.
 func (c *MPIJobController) enqueueIfJob(namespace, name string) {
 	if key, ok := c.jobKeyIfExists(namespace, name); ok {
-		c.queue.Add(key)
+		c.Queue.Add(key)
 	}
 }
 

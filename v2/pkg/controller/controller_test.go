@@ -85,7 +85,7 @@ func TestEventsEnqueueTheirJob(t *testing.T) {
 	for name, tc := range cases {
 		drain(f)
 		tc.handle(tc.obj)
-		if got := f.c.queue.Len() == 1; got != tc.want {
+		if got := f.c.Queue.Len() == 1; got != tc.want {
 			t.Errorf("%s: enqueued %v, want %v", name, got, tc.want)
 		}
 	}

@@ -96,11 +96,11 @@ func TestEventsThatChangeTheScriptAreUrgent(t *testing.T) {
 		drain(f)
 		tc.event()
 		got := no
-		switch n := f.c.queue.Len(); n {
+		switch n := f.c.Queue.Len(); n {
 		case 0:
 		case 1:
-			key, priority, _ := f.c.queue.GetWithPriority()
-			f.c.queue.Done(key)
+			key, priority, _ := f.c.Queue.GetWithPriority()
+			f.c.Queue.Done(key)
 			if key != testKey {
 				t.Errorf("%s: queued %q, want %q", tc.name, key, testKey)
 			}
@@ -128,11 +128,11 @@ func TestUrgentKeyIsSyncedFirst(t *testing.T) {
 	f.refresh()
 	drain(f)
 	const other = "ns/other"
-	f.c.queue.Add(other)
+	f.c.Queue.Add(other)
 	scaled, err := f.c.jobLister.MPIJobs("ns").Get("job")
 	must(t, err)
 	f.c.handleJobUpdate(old, scaled)
-	if !f.c.processNext(f.ctx) {
+	if !f.c.ProcessNext(f.ctx, f.c.syncHandler) {
 		t.Fatal("the queue shut down")
 	}
 	if _, discover := f.files(); discover != script("job-worker-0") {
@@ -142,10 +142,10 @@ func TestUrgentKeyIsSyncedFirst(t *testing.T) {
 		t.Error("no WorkersDraining event from the first sync")
 	}
 	// The job waits for its drain period; the other key is next.
-	if n := f.c.queue.Len(); n != 1 {
+	if n := f.c.Queue.Len(); n != 1 {
 		t.Fatalf("%d keys ready after the first sync, want 1", n)
 	}
-	if key, priority, _ := f.c.queue.GetWithPriority(); key != other || priority != 0 {
+	if key, priority, _ := f.c.Queue.GetWithPriority(); key != other || priority != 0 {
 		t.Errorf("next key %q at priority %d, want %q at 0", key, priority, other)
 	}
 }
@@ -176,25 +176,25 @@ func TestConflictIsRetriedWithBackoff(t *testing.T) {
 	must(t, err)
 	f.c.handleJobUpdate(old, scaled)
 	for try := 1; try <= conflicts; try++ {
-		f.c.processNext(f.ctx)
-		if n := f.c.queue.Len(); n != 0 {
+		f.c.ProcessNext(f.ctx, f.c.syncHandler)
+		if n := f.c.Queue.Len(); n != 0 {
 			t.Fatalf("try %d: %d keys ready at once after the conflict, want 0", try, n)
 		}
-		if got := f.c.queue.NumRequeues(testKey); got != try {
+		if got := f.c.Queue.NumRequeues(testKey); got != try {
 			t.Fatalf("try %d: %d requeues, want %d", try, got, try)
 		}
 		err := wait.PollUntilContextTimeout(f.ctx, time.Millisecond, 10*time.Second, true,
-			func(context.Context) (bool, error) { return f.c.queue.Len() == 1, nil })
+			func(context.Context) (bool, error) { return f.c.Queue.Len() == 1, nil })
 		if err != nil {
 			t.Fatalf("try %d: the key did not come back: %v", try, err)
 		}
 		f.refresh() // the cache shows the drain marks
 	}
-	f.c.processNext(f.ctx)
+	f.c.ProcessNext(f.ctx, f.c.syncHandler)
 	if refused != conflicts {
 		t.Errorf("%d ConfigMap writes refused, want %d", refused, conflicts)
 	}
-	if got := f.c.queue.NumRequeues(testKey); got != 0 {
+	if got := f.c.Queue.NumRequeues(testKey); got != 0 {
 		t.Errorf("%d requeues after the sync went through, want 0", got)
 	}
 	if _, discover := f.files(); discover != script("job-worker-0") {

@@ -113,7 +113,7 @@ func (f *fixture) start(objs ...runtime.Object) *fixture {
 	sched := newFakeSched(f.groups)
 	f.inf = NewInformers(f.kube, meta, f.mpi, volcano, sched, f.cfg)
 	f.c = newController(f.ctx, f.kube, f.mpi, volcano, sched, f.inf, f.cfg, f.recorder, f.clock)
-	f.t.Cleanup(f.c.queue.ShutDown) // the queue runs goroutines
+	f.t.Cleanup(f.c.Queue.ShutDown) // the queue runs goroutines
 	f.cached = map[types.UID]*corev1.Pod{}
 	f.refresh()
 	return f

@@ -56,10 +56,10 @@ func TestEarlyExitsWriteNothing(t *testing.T) {
 				f.refresh()
 				drain(f)
 				deliver()
-				for f.c.queue.Len() > 0 {
-					key, _ := f.c.queue.Get()
+				for f.c.Queue.Len() > 0 {
+					key, _ := f.c.Queue.Get()
 					_, _ = f.c.syncHandler(f.ctx, key)
-					f.c.queue.Done(key)
+					f.c.Queue.Done(key)
 				}
 				var extra []action
 				for _, a := range append(f.writes(), f.groups.writes...) {
@@ -126,9 +126,9 @@ func hostLines(script string) []string {
 // refresh delivered are not the event under test. (Len is exact: it first
 // takes in the keys the queue has yet to sort.)
 func drain(f *fixture) {
-	for f.c.queue.Len() > 0 {
-		key, _ := f.c.queue.Get()
-		f.c.queue.Done(key)
+	for f.c.Queue.Len() > 0 {
+		key, _ := f.c.Queue.Get()
+		f.c.Queue.Done(key)
 	}
 }
 

@@ -94,7 +94,7 @@ func (c *MPIJobController) refreshLauncherPods(ctx context.Context, job *v2beta1
 		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Annotations[elastic.AnnotationHostsHash] == hash {
 			continue
 		}
-		if _, err := c.pods.Annotate(ctx, owner(job), p, elastic.AnnotationHostsHash, hash); err != nil {
+		if _, err := c.Pods.Annotate(ctx, owner(job), p, elastic.AnnotationHostsHash, hash); err != nil {
 			return fmt.Errorf("refreshing the launcher: %w", err)
 		}
 		klog.FromContext(ctx).V(4).Info("Refreshed the launcher's files", "pod", klog.KObj(p))

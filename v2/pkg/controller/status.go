@@ -115,7 +115,7 @@ func (c *MPIJobController) writeStatus(ctx context.Context, old *v2beta1.JobStat
 	if !statusChanged(old, &job.Status) {
 		return nil
 	}
-	now := metav1.NewTime(c.clock.Now())
+	now := metav1.NewTime(c.Clock.Now())
 	job.Status.LastReconcileTime = &now
 	_, err := c.mpi.KubeflowV2beta1().MPIJobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{})
 	switch {
@@ -125,7 +125,7 @@ func (c *MPIJobController) writeStatus(ctx context.Context, old *v2beta1.JobStat
 		return fmt.Errorf("updating status: %w", err)
 	}
 	klog.FromContext(ctx).V(4).Info("Updated status", "conditions", len(job.Status.Conditions))
-	c.written.Wrote(jobKey(job), job.ResourceVersion)
+	c.StatusWrites.Wrote(jobKey(job), job.ResourceVersion)
 	c.announce(job, old)
 	return nil
 }
@@ -152,7 +152,7 @@ func (c *MPIJobController) announce(job *v2beta1.MPIJob, old *v2beta1.JobStatus)
 		if kind == "" {
 			continue
 		}
-		c.recorder.Event(job, kind, cond.Reason, cond.Message)
+		c.Recorder.Event(job, kind, cond.Reason, cond.Message)
 		if counter != nil {
 			counter.Inc()
 		}

@@ -47,11 +47,11 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	job := shared.DeepCopy()
 	job.ManagedFields = nil // what the cache kept of them is no request's business
 	v2beta1.SetDefaults_MPIJob(job)
-	now := metav1.NewTime(c.clock.Now())
+	now := metav1.NewTime(c.Clock.Now())
 
 	requeue, err := c.reconcile(ctx, job, now)
 	updateBlocked(&job.Status, err, now)
-	if c.written.Unseen(key, shared.ResourceVersion) {
+	if c.StatusWrites.Unseen(key, shared.ResourceVersion) {
 		// A status written from this cache would only conflict; the event
 		// of the last write brings the job back.
 		return elastic.Sooner(requeue, reconcile.ExpectationsTimeout), err

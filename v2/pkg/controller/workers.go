@@ -63,7 +63,7 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 			job.Namespace, job.Name, clock.Running, *ep.MinReplicas, *ep.MinReplicasTimeoutSeconds), now)
 		return out, nil
 	}
-	acted, err := c.engine.Act(ctx, c.engineJob(job, now.Time), out.workers, out.plan, engine.Hooks{
+	acted, err := c.Engine.Act(ctx, c.engineJob(job, now.Time), out.workers, out.plan, engine.Hooks{
 		Files: func(ctx context.Context, plan elastic.Plan) (string, error) {
 			state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: clock.Since}
 			want := newConfigMap(job, plan.Hosts.Desired, plan.Hosts.Running, subdomains(job, pods), c.cfg.ClusterDomain, state.Annotations())
@@ -98,7 +98,7 @@ func (c *MPIJobController) engineJob(job *v2beta1.MPIJob, now time.Time) engine.
 
 // eventOn records events on job.
 func (c *MPIJobController) eventOn(job *v2beta1.MPIJob) func(eventType, reason, msg string) {
-	return func(eventType, reason, msg string) { c.recorder.Event(job, eventType, reason, msg) }
+	return func(eventType, reason, msg string) { c.Recorder.Event(job, eventType, reason, msg) }
 }
 
 // cachedConfigMap is the job's ConfigMap as the cache has it; nil when it
@@ -139,14 +139,14 @@ func (c *MPIJobController) stopWorkers(ctx context.Context, job *v2beta1.MPIJob,
 	if len(pods) == 0 {
 		return 0, nil
 	}
-	if !c.expectations.Satisfied(jobKey(job)) {
+	if !c.Expectations.Satisfied(jobKey(job)) {
 		// Their events bring the job back, or the wait expires.
 		return reconcile.ExpectationsTimeout, nil
 	}
 	if err := c.emptyDiscovery(ctx, job); err != nil {
 		return 0, err
 	}
-	return 0, c.engine.Delete(ctx, c.engineJob(job, c.clock.Now()), engine.Hooks{Event: c.eventOn(job)}, pods)
+	return 0, c.Engine.Delete(ctx, c.engineJob(job, c.Clock.Now()), engine.Hooks{Event: c.eventOn(job)}, pods)
 }
 
 // emptyDiscovery writes a discover_hosts.sh that lists no worker; the

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
+)
+
+// Base is the machinery that the controllers of both operators run on,
+// each embedding one: the queue of job keys, the event recorder, the
+// expectations of the controller's own pod writes, the engine, what
+// /healthz reports, and the informers' handlers that Run waits for.
+type Base struct {
+	// Queue holds the keys of the jobs to sync, the urgent ones first; it
+	// hands a key to one worker at a time.
+	Queue    reconcile.Queue
+	Recorder record.EventRecorder
+	Clock    clock.Clock
+	// Expectations remember the controller's pod writes that the cache
+	// does not show yet.
+	Expectations *reconcile.Expectations
+	// Pods writes pods, telling Expectations of each write.
+	Pods reconcile.PodWrites
+	// Engine acts on the workers' plans.
+	Engine *Engine
+	// Health tracks the progress of Run and of the syncs for /healthz.
+	Health *reconcile.Health
+	// StatusWrites remembers each job's last status write until the cache
+	// shows it.
+	StatusWrites reconcile.StatusWrites
+
+	synced []cache.InformerSynced
+}
+
+// NewBase returns the machinery of a controller whose pods kube writes and
+// pods lists, as the cache shows them.
+func NewBase(kube kubernetes.Interface, pods corelisters.PodLister, recorder record.EventRecorder, clk clock.Clock) *Base {
+	b := &Base{Queue: reconcile.NewQueue(), Recorder: recorder, Clock: clk, Expectations: reconcile.NewExpectations(clk)}
+	b.Health = reconcile.NewHealth(clk, b.Queue.Len)
+	b.Pods = reconcile.PodWrites{Client: kube, Lister: pods, Expectations: b.Expectations}
+	b.Engine = &Engine{Pods: b.Pods, Creations: b.Pods}
+	return b
+}
+
+// Stores are the stores of the Base that remember jobs, for the
+// controller's reconcile.JobMemory.
+func (b *Base) Stores() reconcile.JobMemory {
+	return reconcile.JobMemory{b.Expectations, &b.StatusWrites, &b.Engine.Steps}
+}
+
+// NewRecorder returns a recorder of component's events, which go to the API
+// server through events and to the log at V(4), until ctx is done.
+func NewRecorder(ctx context.Context, events kubernetes.Interface, component string) record.EventRecorder {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(4)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
+	return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+}
+
+// AddHandler registers h with informer. RunWorkers waits until every
+// handler has seen its informer's first list.
+func (b *Base) AddHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.ResourceEventHandler) {
+	reg, err := informer.AddEventHandler(h)
+	if err != nil {
+		// Only a stopped informer refuses a handler; before Start it
+		// cannot be.
+		logger.Error(err, "Adding an event handler")
+		return
+	}
+	b.synced = append(b.synced, reg.HasSynced)
+}
+
+// Enqueue queues key, ahead of the keys queued without urgency when urgent.
+func (b *Base) Enqueue(key string, urgent bool) {
+	if urgent {
+		reconcile.AddUrgent(b.Queue, key)
+		return
+	}
+	b.Queue.Add(key)
+}
+
+// RunWorkers waits for the caches, then runs threadiness workers that sync
+// the queue's keys with syncJob until ctx is done, and returns once they have
+// stopped.
+func (b *Base) RunWorkers(ctx context.Context, threadiness int, syncJob reconcile.SyncFunc) error {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer b.Queue.ShutDown()
+	logger := klog.FromContext(ctx)
+	b.Health.Starting(threadiness)
+	logger.Info("Waiting for informer caches to sync")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, b.synced...) {
+		return fmt.Errorf("informer caches did not sync")
+	}
+	b.Health.CachesSynced()
+	logger.Info("Starting workers", "count", threadiness)
+	var wg sync.WaitGroup
+	for range threadiness {
+		wg.Go(func() {
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for b.ProcessNext(ctx, syncJob) {
+				}
+			}, time.Second)
+		})
+	}
+	<-ctx.Done()
+	logger.Info("Shutting down workers")
+	b.Queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// ProcessNext syncs the next key of the queue with syncJob; false once the
+// queue shuts down.
+func (b *Base) ProcessNext(ctx context.Context, syncJob reconcile.SyncFunc) bool {
+	return reconcile.ProcessNext(ctx, b.Queue, b.Health, syncJob)
+}
+
+// Healthy returns nil unless the controller is stuck, and otherwise a
+// one-line reason; /healthz serves it, so that a liveness probe restarts a
+// stuck operator.
+func (b *Base) Healthy() error {
+	return b.Health.Healthy(b.Clock.Now())
+}
