@@ -21,7 +21,6 @@ func TestSyncCutShortByTheStopIsNotRetried(t *testing.T) {
 
 	c.Queue.Add(key)
 	c.ProcessNext(ctx, c.sync)
-	c.Queue.Len() // takes in the retry
 	if got := c.Queue.NumRequeues(key); got != 1 {
 		t.Fatalf("a failed sync was retried %d times, want 1", got)
 	}
@@ -31,7 +30,6 @@ func TestSyncCutShortByTheStopIsNotRetried(t *testing.T) {
 	cancel()
 	c.Queue.Add(key)
 	c.ProcessNext(stopped, c.sync)
-	c.Queue.Len()
 	if got := c.Queue.NumRequeues(key); got != 0 {
 		t.Errorf("a sync failed during the stop was retried %d times, want 0", got)
 	}

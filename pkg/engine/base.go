@@ -28,7 +28,7 @@ import (
 type Base struct {
 	// Queue holds the keys of the jobs to sync, the urgent ones first; it
 	// hands a key to one worker at a time.
-	Queue    reconcile.Queue
+	Queue    *reconcile.Queue
 	Recorder record.EventRecorder
 	Clock    clock.Clock
 	// Expectations remember the controller's pod writes that the cache
@@ -94,28 +94,40 @@ func (b *Base) Enqueue(key string, urgent bool) {
 	b.Queue.Add(key)
 }
 
-// RunWorkers waits for the caches, then runs threadiness workers that sync
-// the queue's keys with syncJob until ctx is done, and returns once they have
-// stopped.
+// UrgentWorkers is how many workers run, beside the --threadiness workers
+// that take every key (the urgent ones first), for urgent keys only: while
+// a burst of new jobs keeps every other worker busy, a worker turning
+// Running still has its job synced at once.
+const UrgentWorkers = 4
+
+// RunWorkers waits for the caches, then runs threadiness workers and
+// UrgentWorkers more for urgent keys, which sync the queue's keys with
+// syncJob until ctx is done, and returns once they have stopped.
 func (b *Base) RunWorkers(ctx context.Context, threadiness int, syncJob reconcile.SyncFunc) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	defer b.Queue.ShutDown()
 	logger := klog.FromContext(ctx)
-	b.Health.Starting(threadiness)
+	b.Health.Starting(threadiness + UrgentWorkers)
 	logger.Info("Waiting for informer caches to sync")
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, b.synced...) {
 		return fmt.Errorf("informer caches did not sync")
 	}
 	b.Health.CachesSynced()
-	logger.Info("Starting workers", "count", threadiness)
+	logger.Info("Starting workers", "count", threadiness, "urgent", UrgentWorkers)
 	var wg sync.WaitGroup
-	for range threadiness {
+	run := func(next func(context.Context, *reconcile.Queue, *reconcile.Health, reconcile.SyncFunc) bool) {
 		wg.Go(func() {
 			wait.UntilWithContext(ctx, func(ctx context.Context) {
-				for b.ProcessNext(ctx, syncJob) {
+				for next(ctx, b.Queue, b.Health, syncJob) {
 				}
 			}, time.Second)
 		})
+	}
+	for range threadiness {
+		run(reconcile.ProcessNext)
+	}
+	for range UrgentWorkers {
+		run(reconcile.ProcessNextUrgent)
 	}
 	<-ctx.Done()
 	logger.Info("Shutting down workers")

@@ -5,51 +5,200 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 )
 
-// Queue is a controller's one queue of job keys. It hands a key to one
-// worker at a time, so that only one sync of a job runs at once, and it
-// hands out keys added with [AddUrgent] before the others, so that a change
-// that Horovod must see at once (a worker turning Running or going, a
-// change of the worker replicas) does not wait behind every other job's
-// sync. Both kinds of key run the same sync: there is one list of guards.
+// Queue is a controller's one queue of job keys. Like client-go's work
+// queue, it holds a key once however often it is added, and hands a key to
+// one worker at a time: a key added while it is being synced is queued again
+// once that sync is Done, so only one sync of a job runs at once. Unlike it,
+// a key added with AddUrgent is handed out before every key added without,
+// and some workers (GetUrgent) take urgent keys only: a change that Horovod
+// must see at once (a worker turning Running or going, a change of the
+// worker replicas) then waits neither behind other jobs' keys nor for a
+// worker busy with a long sync, such as a new job's. Both kinds of key run
+// the same sync: there is one list of guards.
 //
-// It is controller-runtime's priority queue. Its metrics go to
-// controller-runtime's registry, which the operators do not serve; the
-// queue is named after its controller only in its logs.
-type Queue = priorityqueue.PriorityQueue[string]
+// client-go's queue has no priorities, and controller-runtime's priority
+// queue cannot keep workers for urgent keys, hence this one.
+type Queue struct {
+	limiter workqueue.TypedRateLimiter[string]
 
-// urgent is the priority of the keys of AddUrgent; other keys have 0.
-const urgent = 1
+	mu   sync.Mutex
+	cond *sync.Cond
+	// urgent and normal hold the queued keys in the order they came; a key
+	// moved up from normal stays there as a stale entry, skipped by the
+	// level it has in queued.
+	urgent, normal []string
+	queued         map[string]bool // key -> urgent
+	processing     map[string]bool
+	// again holds the keys added while being synced, with their urgency.
+	again    map[string]bool
+	shutdown bool
+}
 
 // NewQueue returns an empty Queue that retries failed syncs with the
 // rate limits of client-go's default controller queue.
-func NewQueue() Queue {
-	return &queue{PriorityQueue: priorityqueue.New("", func(o *priorityqueue.Opts[string]) {
-		o.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[string]()
-	})}
+func NewQueue() *Queue {
+	return NewQueueWithRateLimiter(workqueue.DefaultTypedControllerRateLimiter[string]())
 }
 
-// queue makes ShutDown safe to call more than once, as it is on client-go's
-// queues: controller-runtime's panics on the second call.
-type queue struct {
-	priorityqueue.PriorityQueue[string]
-	once sync.Once
+// NewQueueWithRateLimiter returns an empty Queue whose retries limiter
+// delays.
+func NewQueueWithRateLimiter(limiter workqueue.TypedRateLimiter[string]) *Queue {
+	q := &Queue{limiter: limiter, queued: map[string]bool{}, processing: map[string]bool{}, again: map[string]bool{}}
+	q.cond = sync.NewCond(&q.mu)
+	return q
 }
 
-func (q *queue) ShutDown()          { q.once.Do(q.PriorityQueue.ShutDown) }
-func (q *queue) ShutDownWithDrain() { q.ShutDown() }
+// Add queues key without urgency.
+func (q *Queue) Add(key string) { q.add(key, false) }
 
 // AddUrgent queues key ahead of the keys added without urgency. A key
 // already queued keeps its place or moves up; one being synced is queued
-// again for after that sync, ahead of the others.
-func AddUrgent(q Queue, key string) {
-	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(urgent)}, key)
-}
+// again for after that sync, urgently.
+func AddUrgent(q *Queue, key string) { q.add(key, true) }
 
 // AddUrgentAfter queues key as AddUrgent does, once after has passed.
-func AddUrgentAfter(q Queue, key string, after time.Duration) {
-	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(urgent), After: after}, key)
+func AddUrgentAfter(q *Queue, key string, after time.Duration) { q.addAfter(key, true, after) }
+
+// AddAfter queues key without urgency once after has passed.
+func (q *Queue) AddAfter(key string, after time.Duration) { q.addAfter(key, false, after) }
+
+// AddRateLimited queues key without urgency after the limiter's backoff.
+func (q *Queue) AddRateLimited(key string) { q.addAfter(key, false, q.limiter.When(key)) }
+
+// addRateLimited queues key after the limiter's backoff, urgently or not.
+func (q *Queue) addRateLimited(key string, urgent bool) {
+	q.addAfter(key, urgent, q.limiter.When(key))
 }
+
+func (q *Queue) addAfter(key string, urgent bool, after time.Duration) {
+	if after <= 0 {
+		q.add(key, urgent)
+		return
+	}
+	time.AfterFunc(after, func() { q.add(key, urgent) })
+}
+
+func (q *Queue) add(key string, urgent bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.shutdown:
+		return
+	case q.processing[key]:
+		q.again[key] = q.again[key] || urgent
+		return
+	}
+	was, queued := q.queued[key]
+	switch {
+	case queued && (was || !urgent):
+		return
+	case urgent:
+		q.urgent = append(q.urgent, key)
+	default:
+		q.normal = append(q.normal, key)
+	}
+	q.queued[key] = urgent
+	q.cond.Broadcast()
+}
+
+// Get hands out the next key, the urgent ones first, waiting for one;
+// shutdown is true once the queue is shut down.
+func (q *Queue) Get() (key string, shutdown bool) {
+	key, _, shutdown = q.GetWithPriority()
+	return key, shutdown
+}
+
+// GetWithPriority is Get that also tells the key's priority: 1 for urgent,
+// 0 for not.
+func (q *Queue) GetWithPriority() (key string, priority int, shutdown bool) {
+	return q.get(false)
+}
+
+// GetUrgent hands out the next urgent key, waiting for one: the call of a
+// worker kept for urgent keys.
+func (q *Queue) GetUrgent() (key string, shutdown bool) {
+	key, _, shutdown = q.get(true)
+	return key, shutdown
+}
+
+func (q *Queue) get(urgentOnly bool) (string, int, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		if q.shutdown {
+			return "", 0, true
+		}
+		if key, ok := q.pop(&q.urgent, true); ok {
+			return key, 1, false
+		}
+		if !urgentOnly {
+			if key, ok := q.pop(&q.normal, false); ok {
+				return key, 0, false
+			}
+		}
+		q.cond.Wait()
+	}
+}
+
+// pop takes the first key of list that is queued at the list's level, and
+// marks it processing.
+func (q *Queue) pop(list *[]string, urgent bool) (string, bool) {
+	for len(*list) > 0 {
+		key := (*list)[0]
+		*list = (*list)[1:]
+		if level, ok := q.queued[key]; ok && level == urgent {
+			delete(q.queued, key)
+			q.processing[key] = true
+			return key, true
+		}
+	}
+	return "", false
+}
+
+// Done ends the sync of key; a key added meanwhile is queued again.
+func (q *Queue) Done(key string) {
+	q.mu.Lock()
+	delete(q.processing, key)
+	urgent, again := q.again[key]
+	delete(q.again, key)
+	q.mu.Unlock()
+	if again {
+		q.add(key, urgent)
+	}
+}
+
+// Len is the number of keys queued and not being synced.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queued)
+}
+
+// Forget ends the backoff of key's retries.
+func (q *Queue) Forget(key string) { q.limiter.Forget(key) }
+
+// NumRequeues is how many retries of key the backoff counts.
+func (q *Queue) NumRequeues(key string) int { return q.limiter.NumRequeues(key) }
+
+// ShutDown makes every Get return shutdown; later adds are dropped. It may
+// be called more than once.
+func (q *Queue) ShutDown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shutdown = true
+	q.cond.Broadcast()
+}
+
+// ShutDownWithDrain is ShutDown: the controllers stop without draining.
+func (q *Queue) ShutDownWithDrain() { q.ShutDown() }
+
+// ShuttingDown tells whether ShutDown was called.
+func (q *Queue) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shutdown
+}
+
+var _ workqueue.TypedRateLimitingInterface[string] = &Queue{}

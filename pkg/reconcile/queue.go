@@ -8,7 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 )
 
 // SyncFunc reconciles the job of key and says how long to wait before it
@@ -18,11 +17,26 @@ type SyncFunc func(ctx context.Context, key string) (time.Duration, error)
 // ProcessNext takes the next key of queue, syncs it while health counts the
 // sync, and puts the key back as the outcome asks (see Settle). It returns
 // false once the queue shuts down.
-func ProcessNext(ctx context.Context, queue Queue, health *Health, sync SyncFunc) bool {
+func ProcessNext(ctx context.Context, queue *Queue, health *Health, sync SyncFunc) bool {
 	key, priority, quit := queue.GetWithPriority()
 	if quit {
 		return false
 	}
+	process(ctx, queue, health, sync, key, priority)
+	return true
+}
+
+// ProcessNextUrgent is ProcessNext for a worker kept for urgent keys.
+func ProcessNextUrgent(ctx context.Context, queue *Queue, health *Health, sync SyncFunc) bool {
+	key, quit := queue.GetUrgent()
+	if quit {
+		return false
+	}
+	process(ctx, queue, health, sync, key, 1)
+	return true
+}
+
+func process(ctx context.Context, queue *Queue, health *Health, sync SyncFunc, key string, priority int) {
 	defer queue.Done(key)
 	logger := klog.FromContext(ctx).WithValues("mpijob", key)
 	if priority > 0 {
@@ -33,7 +47,6 @@ func ProcessNext(ctx context.Context, queue Queue, health *Health, sync SyncFunc
 	requeue, err := sync(ctx, key)
 	health.SyncFinished(slot)
 	Settle(ctx, queue, key, priority, requeue, err)
-	return true
 }
 
 // Settle puts key, taken from queue at priority, back as the outcome of
@@ -43,7 +56,7 @@ func ProcessNext(ctx context.Context, queue Queue, health *Health, sync SyncFunc
 // all when only an edit of the job can help (a SpecError, whose edit's
 // event brings the job back) or the controller is stopping (the next leader
 // starts from the cluster as it is).
-func Settle(ctx context.Context, queue Queue, key string, priority int, requeue time.Duration, err error) {
+func Settle(ctx context.Context, queue *Queue, key string, priority int, requeue time.Duration, err error) {
 	logger := klog.FromContext(ctx)
 	if err == nil {
 		queue.Forget(key)
@@ -65,7 +78,7 @@ func Settle(ctx context.Context, queue Queue, key string, priority int, requeue 
 		// A write raced another, or the cache did not show the
 		// controller's own last write yet; the retry reads the newer state.
 		logger.V(4).Info("Retrying after a conflict", "err", err)
-		queue.AddWithOpts(priorityqueue.AddOpts{RateLimited: true, Priority: &priority}, key)
+		queue.addRateLimited(key, priority > 0)
 		return
 	case IsBlocked(err):
 		// The job's Blocked condition and its event tell the user.

@@ -12,14 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 )
 
 // newTestQueue returns a queue whose retries come after backoff.
-func newTestQueue(backoff time.Duration) Queue {
-	return &queue{PriorityQueue: priorityqueue.New("", func(o *priorityqueue.Opts[string]) {
-		o.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[string](backoff, backoff)
-	})}
+func newTestQueue(backoff time.Duration) *Queue {
+	return NewQueueWithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[string](backoff, backoff))
 }
 
 // TestSettle: how the outcome of a sync puts its job back in the queue.
@@ -51,8 +48,7 @@ func TestSettle(t *testing.T) {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			Settle(ctx, q, "ns/job", urgent, tc.requeue, tc.err)
-			q.Len() // takes the add in
+			Settle(ctx, q, "ns/job", 1, tc.requeue, tc.err)
 			if got := q.NumRequeues("ns/job") > 0; got != tc.retried {
 				t.Errorf("retried with backoff %v, want %v", got, tc.retried)
 			}
@@ -82,7 +78,7 @@ func TestRetryKeepsUrgencyOfACacheBehind(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			q := newTestQueue(time.Millisecond)
 			defer q.ShutDown()
-			Settle(context.Background(), q, "ns/job", urgent, 0, tc.err)
+			Settle(context.Background(), q, "ns/job", 1, 0, tc.err)
 			time.Sleep(20 * time.Millisecond)
 			if q.Len() != 1 {
 				t.Fatalf("the retry is not queued")
@@ -103,7 +99,6 @@ func TestProcessNext(t *testing.T) {
 		synced = key
 		return 0, errors.New("boom")
 	})
-	q.Len()
 	if !more || synced != "ns/job" || q.NumRequeues("ns/job") != 1 {
 		t.Errorf("more %v, synced %q, requeues %d", more, synced, q.NumRequeues("ns/job"))
 	}
@@ -159,6 +154,48 @@ func TestQueueHandsUrgentKeysFirst(t *testing.T) {
 	q.Done("ns/a")
 	if key, _ := q.Get(); key != "ns/a" {
 		t.Fatalf("got %s after ns/a's sync, want ns/a again", key)
+	}
+}
+
+// TestGetUrgentTakesUrgentKeysOnly: a worker kept for urgent keys leaves the
+// others to the other workers, and waits for an urgent one.
+func TestGetUrgentTakesUrgentKeysOnly(t *testing.T) {
+	q := NewQueue()
+	defer q.ShutDown()
+	q.Add("ns/a")
+	got := make(chan string)
+	go func() {
+		key, _ := q.GetUrgent()
+		got <- key
+	}()
+	select {
+	case key := <-got:
+		t.Fatalf("GetUrgent took %s, queued without urgency", key)
+	case <-time.After(50 * time.Millisecond):
+	}
+	AddUrgent(q, "ns/b")
+	if key := <-got; key != "ns/b" {
+		t.Fatalf("GetUrgent took %s, want ns/b", key)
+	}
+	if key, _ := q.Get(); key != "ns/a" {
+		t.Fatalf("Get took %s, want ns/a", key)
+	}
+}
+
+// TestKeyAddedWhileSyncedComesBackAfterDone: the queue never hands a key
+// to two workers at once.
+func TestKeyAddedWhileSyncedComesBackAfterDone(t *testing.T) {
+	q := NewQueue()
+	defer q.ShutDown()
+	q.Add("ns/a")
+	key, _ := q.Get()
+	AddUrgent(q, key)
+	if q.Len() != 0 {
+		t.Fatalf("a key being synced is queued again before Done")
+	}
+	q.Done(key)
+	if _, priority, _ := q.GetWithPriority(); priority != 1 {
+		t.Errorf("the key came back at priority %d, want the urgency it was added with", priority)
 	}
 }
 
