@@ -14,7 +14,6 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
-	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // The builders below are pure: they take a defaulted job and what the sync
@@ -193,6 +192,19 @@ func templatePriorityClass(job *kubeflow.MPIJob) string {
 	return ""
 }
 
+// podRestartPolicy maps a replica's restart policy to the pod's. ExitCode is
+// the controller's to act on, so its pods never restart by themselves.
+func podRestartPolicy(spec *common.ReplicaSpec) corev1.RestartPolicy {
+	switch spec.RestartPolicy {
+	case common.RestartPolicyAlways:
+		return corev1.RestartPolicyAlways
+	case common.RestartPolicyOnFailure:
+		return corev1.RestartPolicyOnFailure
+	default:
+		return corev1.RestartPolicyNever
+	}
+}
+
 // mainContainerIndex is the container that kubectl exec enters: the one
 // named by spec.mainContainer, else the first.
 func mainContainerIndex(job *kubeflow.MPIJob, spec *corev1.PodSpec) int {
@@ -221,7 +233,7 @@ func newPodFromTemplate(job *kubeflow.MPIJob, rt common.ReplicaType, name, role 
 		Spec:       tmpl.Spec,
 	}
 	pod.Annotations = tmpl.Annotations
-	pod.Spec.RestartPolicy = reconcile.RestartPolicyOf(spec.RestartPolicy)
+	pod.Spec.RestartPolicy = podRestartPolicy(spec)
 	if gangScheduler != "" {
 		pod.Spec.SchedulerName = gangScheduler
 		if pod.Annotations == nil {

@@ -25,26 +25,26 @@ import (
 const listingBytesPerSecond = 1 << 20
 
 // syncConfigMap writes the job's /etc/mpi files and bookkeeping, if they
-// changed. A write that only adds hosts may be held back (see
-// listingBytesPerSecond): the job is then queued urgently for when the
-// write is due, and the ConfigMap as it is comes back.
-func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJob, hosts elastic.Hosts, state elastic.State) (*corev1.ConfigMap, error) {
+// changed, through w. A write that only adds hosts may be held back (see
+// listingBytesPerSecond): it is then left to the discovery queue, and the
+// ConfigMap as it is comes back.
+func (c *MPIJobController) syncConfigMap(ctx context.Context, w writePath, job *kubeflow.MPIJob, hosts elastic.Hosts, state elastic.State) (*corev1.ConfigMap, error) {
 	want := newConfigMap(job, hosts, state)
 	key := jobKey(job)
 	cur, err := c.cmLister.ConfigMaps(job.Namespace).Get(want.Name)
 	if err != nil || !metav1.IsControlledBy(cur, job) {
 		cur = nil
 	}
-	now := c.Clock.Now()
+	now := c.clock.Now()
 	// The cheap test first: most syncs come long after the last write,
 	// and the scripts of a large job take a while to parse.
 	if wait := c.cmWrites.wait(key, now); wait > 0 && cur != nil &&
 		elastic.OnlyAddsHosts(cur.Data[discoverHostsKey], want.Data[discoverHostsKey]) {
 		klog.FromContext(ctx).V(4).Info("Adding hosts held back", "wait", wait)
-		reconcile.AddUrgentAfter(c.Queue, key, wait)
+		c.discoveryQueue.AddAfter(key, wait)
 		return cur, nil
 	}
-	written, err := reconcile.Ensure(ctx, owner(job), c.configMapChild(c.kubeClient, job), want)
+	written, err := reconcile.Ensure(ctx, owner(job), c.configMapChild(w.kube, job), want)
 	if err == nil && written != cur { // the same object: nothing written
 		c.cmWrites.wrote(key, now, dataBytes(written))
 	}

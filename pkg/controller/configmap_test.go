@@ -25,7 +25,7 @@ func TestAddingHostsIsPacedByTheLastWritesSize(t *testing.T) {
 			f := newFixture(t)
 			job := oneOfTwoListed(f)
 			var c *MPIJobController
-			_, err := f.syncPrepared(job, func(ctrl *MPIJobController) {
+			err := f.discover(job, func(ctrl *MPIJobController) {
 				c = ctrl
 				c.cmWrites.wrote(jobKey(job), f.clock.Now().Add(-tc.ago), listingBytesPerSecond)
 			})
@@ -54,7 +54,7 @@ func TestTakingHostsOutIsNeverPaced(t *testing.T) {
 	two := []string{"pi-worker-0", "pi-worker-1"}
 	// The ConfigMap still lists a second worker, which is gone.
 	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: two, Running: two}, elastic.State{})
-	_, err := f.syncPrepared(job, func(c *MPIJobController) {
+	err := f.discover(job, func(c *MPIJobController) {
 		c.cmWrites.wrote(jobKey(job), f.clock.Now(), 100*listingBytesPerSecond)
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -9,14 +10,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/keymutex"
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanotyped "volcano.sh/apis/pkg/client/clientset/versioned/typed/scheduling/v1beta1"
 	volcanolisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
@@ -32,6 +37,10 @@ import (
 )
 
 const controllerName = "mpi-job-controller"
+
+// jobLockStripes is the number of locks the jobs' keys are spread over;
+// two jobs that share one merely wait for each other.
+const jobLockStripes = 1024
 
 // MPIJobController reconciles MPIJobs into their launcher, workers,
 // ConfigMap, RBAC objects and, with gang scheduling, a volcano PodGroup.
@@ -53,14 +62,33 @@ type MPIJobController struct {
 	// podGroups writes PodGroups; a field so that tests can stand in for
 	// volcano's client.
 	podGroups func(namespace string) volcanotyped.PodGroupInterface
+	synced    []cache.InformerSynced
 
-	// Base is the queue, the recorder, the engine and the rest of the
-	// machinery that both operators' controllers share.
-	*engine.Base
+	queue *reconcile.Queue
+	// discoveryQueue feeds the discovery fast path (discovery.go).
+	discoveryQueue workqueue.TypedRateLimitingInterface[string]
+	// jobLocks keeps the main sync and the fast path from acting on one
+	// job at the same time.
+	jobLocks     keymutex.KeyMutex
+	recorder     record.EventRecorder
+	clock        clock.Clock
+	expectations *reconcile.Expectations
+	// pods writes pods, telling expectations of each write; creations
+	// creates the workers, through Config.CreationClient.
+	pods, creations reconcile.PodWrites
+	// listing is how the discovery fast path writes, through
+	// Config.ListingClient.
+	listing writePath
+	// health tracks the progress of Run and of the main queue's syncs for
+	// /healthz (see Healthy).
+	health *reconcile.Health
 
 	// runningSince remembers when the controller saw each worker turn
 	// Running, for the discovery latency histogram only.
 	runningSince runningSince
+	// statusWrites remembers each job's last status write until the cache
+	// shows it.
+	statusWrites reconcile.StatusWrites
 	// countChanges holds back status writes that change the replica counts
 	// or the Resizing condition only (status.go).
 	countChanges countChanges
@@ -69,7 +97,9 @@ type MPIJobController struct {
 	// refreshes remembers the launcher refreshes the cache has yet to
 	// show (launcher.go).
 	refreshes launcherRefreshes
-	// memory lists every store above and the Base's: all that the
+	// scaleSteps keeps one event per scale step (pods.go).
+	scaleSteps engine.ScaleSteps
+	// memory lists every store above, and the expectations: all that the
 	// controller remembers of a job, forgotten at once when it is deleted.
 	memory reconcile.JobMemory
 }
@@ -85,11 +115,14 @@ func init() {
 // to the API server through a broadcaster that stops with ctx.
 func NewMPIJobController(ctx context.Context, kubeClient kubernetes.Interface, mpiClient clientset.Interface,
 	volcanoClient volcanoclient.Interface, inf *Informers, cfg Config) *MPIJobController {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(4)
 	events := cfg.EventClient
 	if events == nil {
 		events = kubeClient
 	}
-	recorder := engine.NewRecorder(ctx, events, controllerName)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerName})
 	return newController(ctx, kubeClient, mpiClient, volcanoClient, inf, cfg, recorder, clock.RealClock{})
 }
 
@@ -122,26 +155,45 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		roleLister: roles.Lister(),
 		rbLister:   rbs.Lister(),
 		otherPods:  others.Lister(),
+		queue:      reconcile.NewQueue(),
+		discoveryQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs-discovery"}),
+		jobLocks:     keymutex.NewHashed(jobLockStripes),
+		recorder:     recorder,
+		clock:        clk,
+		expectations: reconcile.NewExpectations(clk),
 	}
-	c.Base = engine.NewBase(kubeClient, c.podLister, recorder, clk)
+	c.memory = reconcile.JobMemory{c.expectations, &c.runningSince, &c.statusWrites, &c.countChanges,
+		&c.cmWrites, &c.refreshes, &c.scaleSteps}
+	c.health = reconcile.NewHealth(clk, c.queue.Len)
+	c.pods = reconcile.PodWrites{Client: c.kubeClient, Lister: c.podLister, Expectations: c.expectations}
+	c.creations = c.pods
 	if cfg.CreationClient != nil {
-		c.Engine.Creations.Client = cfg.CreationClient
+		c.creations.Client = cfg.CreationClient
 	}
-	c.memory = append(c.Stores(), &c.runningSince, &c.countChanges, &c.cmWrites, &c.refreshes)
+	c.listing = c.mainPath()
+	if cfg.ListingClient != nil {
+		c.listing.kube = cfg.ListingClient
+		c.listing.pods.Client = cfg.ListingClient
+	}
 
-	c.AddHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueJob,
-		UpdateFunc: c.handleJobUpdate,
+	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueJob,
+		UpdateFunc: func(oldObj, newObj any) {
+			c.enqueueJob(newObj)
+			c.enqueueResize(oldObj, newObj)
+		},
 		DeleteFunc: c.enqueueJob,
 	})
-	c.AddHandler(logger, pods.Informer(), podEvents(cache.ResourceEventHandlerFuncs{
+	c.addHandler(logger, pods.Informer(), podEvents(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.handlePodAdd,
 		UpdateFunc: c.handlePodUpdate,
 		DeleteFunc: c.handlePodDelete,
 	}))
 	// A pod that holds a worker's name matters when it comes, as its name
 	// must leave the Role, and when it goes, as the worker may be created.
-	c.AddHandler(logger, others.Informer(), cache.ResourceEventHandlerFuncs{
+	c.addHandler(logger, others.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.handleOtherPod,
 		DeleteFunc: c.handleOtherPod,
 	})
@@ -151,32 +203,85 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		DeleteFunc: c.handleObject,
 	}
 	for _, informer := range []cache.SharedIndexInformer{cms.Informer(), sas.Informer(), roles.Informer(), rbs.Informer()} {
-		c.AddHandler(logger, informer, owned)
+		c.addHandler(logger, informer, owned)
 	}
 	if inf.volcano != nil {
 		pgs := inf.volcano.Scheduling().V1beta1().PodGroups()
 		c.pgLister = pgs.Lister()
 		c.podGroups = volcanoClient.SchedulingV1beta1().PodGroups
-		c.AddHandler(logger, pgs.Informer(), owned)
+		c.addHandler(logger, pgs.Informer(), owned)
 	}
 	return c
 }
 
-// Run waits for the caches, then runs threadiness workers on the queue
-// until ctx is done.
+func (c *MPIJobController) addHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.ResourceEventHandler) {
+	reg, err := informer.AddEventHandler(h)
+	if err != nil {
+		// Only a stopped informer refuses a handler; before Start it cannot be.
+		logger.Error(err, "Adding an event handler")
+		return
+	}
+	c.synced = append(c.synced, reg.HasSynced)
+}
+
+// Run waits for the caches, then runs threadiness workers on the main queue
+// and discoveryWorkers(threadiness) on the discovery fast path until ctx is
+// done.
 func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
-	return c.RunWorkers(ctx, threadiness, c.sync)
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	defer c.discoveryQueue.ShutDown()
+	logger := klog.FromContext(ctx)
+	c.health.Starting(threadiness)
+
+	logger.Info("Waiting for informer caches to sync")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		return fmt.Errorf("informer caches did not sync")
+	}
+	c.health.CachesSynced()
+	logger.Info("Starting workers", "count", threadiness)
+	var wg sync.WaitGroup
+	for range threadiness {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
+	}
+	for range discoveryWorkers(threadiness) {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runDiscoveryWorker, time.Second) })
+	}
+	<-ctx.Done()
+	logger.Info("Shutting down workers")
+	c.queue.ShutDown()
+	c.discoveryQueue.ShutDown()
+	wg.Wait()
+	return nil
 }
 
-// sync is the sync of one job, timed.
-func (c *MPIJobController) sync(ctx context.Context, key string) (time.Duration, error) {
-	defer observeSync(time.Now())
-	return c.syncHandler(ctx, key)
+func (c *MPIJobController) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
 }
 
-// observeSync records a sync that started at start.
-func observeSync(start time.Time) {
-	metrics.SyncSeconds.WithLabelValues("main").Observe(time.Since(start).Seconds())
+func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
+	return reconcile.ProcessNext(ctx, c.queue, c.health, func(ctx context.Context, key string) (time.Duration, error) {
+		defer observeSync("main", time.Now())
+		return c.syncHandler(ctx, key)
+	})
+}
+
+// writePath is a client to write through, for the ConfigMaps and, telling
+// expectations of each write, the pods.
+type writePath struct {
+	kube kubernetes.Interface
+	pods reconcile.PodWrites
+}
+
+// mainPath is how the main sync writes.
+func (c *MPIJobController) mainPath() writePath {
+	return writePath{kube: c.kubeClient, pods: c.pods}
+}
+
+// observeSync records a sync of queue that started at start.
+func observeSync(queue string, start time.Time) {
+	metrics.SyncSeconds.WithLabelValues(queue).Observe(time.Since(start).Seconds())
 }
 
 func (c *MPIJobController) enqueueJob(obj any) {
@@ -185,13 +290,13 @@ func (c *MPIJobController) enqueueJob(obj any) {
 		utilruntime.HandleError(err)
 		return
 	}
-	c.Queue.Add(key)
+	c.queue.Add(key)
 }
 
 // handleObject enqueues the MPIJob that controls obj, if any.
 func (c *MPIJobController) handleObject(obj any) {
 	if key, ok := ownerKey(obj); ok {
-		c.Queue.Add(key)
+		c.queue.Add(key)
 	}
 }
 
@@ -213,8 +318,8 @@ func ownerKey(obj any) (string, bool) {
 
 func (c *MPIJobController) handlePodAdd(obj any) {
 	if key, ok := ownerKey(obj); ok {
-		c.Expectations.ObserveCreate(key, obj.(*corev1.Pod).Name)
-		c.Queue.Add(key)
+		c.expectations.ObserveCreate(key, obj.(*corev1.Pod).Name)
+		c.queue.Add(key)
 	}
 }
 
@@ -230,10 +335,13 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 	}
 	if key, ok := ownerKey(newObj); ok {
 		if newPod.Status.Phase == corev1.PodRunning && oldPod.Status.Phase != corev1.PodRunning {
-			c.runningSince.store(key, newPod.UID, c.Clock.Now())
+			c.runningSince.store(key, newPod.UID, c.clock.Now())
 		}
-		c.Expectations.Observe(key, newPod)
-		c.enqueuePodChange(key, oldPod, newPod)
+		c.expectations.Observe(key, newPod)
+		c.queue.Add(key)
+		if discoverabilityChanged(oldPod, newPod) {
+			c.discoveryQueue.Add(key)
+		}
 	}
 }
 
@@ -249,8 +357,11 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	}
 	if key, ok := ownerKey(pod); ok {
 		c.runningSince.take(key, pod.UID)
-		c.Expectations.ObserveGone(key, pod.UID)
-		c.enqueuePodChange(key, pod, nil)
+		c.expectations.ObserveGone(key, pod.UID)
+		c.queue.Add(key)
+		if discoverabilityChanged(pod, nil) {
+			c.discoveryQueue.Add(key)
+		}
 	}
 }
 

@@ -1,17 +1,30 @@
 package controller
 
 import (
-	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
+
+// discover runs one fast-path sync of job; prepare, if given, sees the
+// controller first.
+func (f *fixture) discover(job *kubeflow.MPIJob, prepare func(*MPIJobController)) error {
+	f.t.Helper()
+	ctx, c := f.readyController(prepare)
+	return c.syncDiscovery(ctx, jobKey(job))
+}
 
 // oneOfTwoListed is a running job of two workers whose ConfigMap lists only
 // the first, as before the second turned Running.
@@ -21,6 +34,179 @@ func oneOfTwoListed(f *fixture) *kubeflow.MPIJob {
 	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: two, Running: two[:1]}, elastic.State{})
 	f.pods[2].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
 	return job
+}
+
+func TestDiscoveryListsWorkerTurningRunning(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+
+	if err := f.discover(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
+	f.expectMPIWrites()
+	want := "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\n"
+	if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != want {
+		t.Errorf("discover_hosts.sh %q, want %q", got, want)
+	}
+}
+
+func TestDiscoveryWritesWhatTheMainSyncWould(t *testing.T) {
+	fast, main := newFixture(t), newFixture(t)
+	fastJob, mainJob := oneOfTwoListed(fast), oneOfTwoListed(main)
+	if err := fast.discover(fastJob, nil); err != nil {
+		t.Fatal(err)
+	}
+	main.sync(mainJob)
+	got := updatedObject[*corev1.ConfigMap](fast, "configmaps", "pi-config")
+	want := updatedObject[*corev1.ConfigMap](main, "configmaps", "pi-config")
+	if got.Data[discoverHostsKey] != want.Data[discoverHostsKey] || got.Data[hostfileKey] != want.Data[hostfileKey] {
+		t.Errorf("fast path wrote %q, the main sync %q", got.Data, want.Data)
+	}
+}
+
+func TestDiscoveryRecordsNextIndexOfListedWorker(t *testing.T) {
+	f := newFixture(t)
+	job := elasticJob(f, 2, 1)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](3)
+	f.pods = append(f.pods, existingWorkers(job, corev1.PodRunning, 2)...)
+
+	if err := f.discover(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
+	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\necho pi-worker-2:1\n" {
+		t.Errorf("discover_hosts.sh %q", got)
+	}
+	if got := cm.Annotations[elastic.AnnotationNextWorkerIndex]; got != "3" {
+		t.Errorf("next worker index %q, want 3 once worker 2 is listed", got)
+	}
+}
+
+func TestDiscoveryWaitsForOwnPodWrites(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+	err := f.discover(job, func(c *MPIJobController) {
+		c.expectations.ExpectChange(jobKey(job), "pi-launcher-uid", reconcile.ShowsDeletion)
+	})
+	if !errors.Is(err, errNotSettled) {
+		t.Errorf("err = %v, want errNotSettled", err)
+	}
+	f.expectKubeWrites()
+}
+
+func TestDiscoveryDoesNotWaitForCreatedPods(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+	err := f.discover(job, func(c *MPIJobController) {
+		c.expectations.ExpectCreate(jobKey(job), "pi-launcher")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
+}
+
+func TestDiscoveryDrainsScaleInVictimsAsTheMainSyncDoes(t *testing.T) {
+	fast, main := newFixture(t), newFixture(t)
+	fastJob, mainJob := runningJob(fast, 4), runningJob(main, 4)
+	fastJob.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
+	mainJob.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
+
+	if err := fast.discover(fastJob, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The main sync's writes to the pods and files, in the same order: the
+	// victims' drain starts once the files no longer list them and the
+	// launcher was told. The status stays with the main sync.
+	fast.expectKubeWrites(
+		update("configmaps", "pi-config"),
+		patchPod("pi-launcher"),
+		patchPod("pi-worker-2"),
+		patchPod("pi-worker-3"),
+	)
+	fast.expectMPIWrites()
+	main.sync(mainJob)
+	got := updatedObject[*corev1.ConfigMap](fast, "configmaps", "pi-config")
+	want := updatedObject[*corev1.ConfigMap](main, "configmaps", "pi-config")
+	if diff := cmp.Diff(want.Data, got.Data); diff != "" {
+		t.Errorf("files of the fast path (-main sync +fast path):\n%s", diff)
+	}
+}
+
+// TestDiscoveryListsWhileWorkersAreCreated: a job that still has workers to
+// create has its running workers listed by the fast path, which creates
+// nothing and names the planned workers in the hostfile as the main sync
+// does.
+func TestDiscoveryListsWhileWorkersAreCreated(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](3)
+
+	if err := f.discover(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
+	f.expectMPIWrites()
+	hosts := elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1", "pi-worker-2"}, Running: []string{"pi-worker-0", "pi-worker-1"}}
+	want := newConfigMap(defaulted(job), hosts, elastic.State{})
+	if diff := cmp.Diff(want.Data, updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+}
+
+func TestDiscoveryLeavesDeletionsToTheMainSync(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](1)
+	f.pods[1].Annotations = map[string]string{elastic.AnnotationDrainingSince: testNow.Add(-time.Hour).Format(time.RFC3339)}
+
+	if err := f.discover(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The drained worker leaves the files; its deletion waits for the
+	// main sync.
+	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
+	if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\n" {
+		t.Errorf("discover_hosts.sh %q", got)
+	}
+}
+
+func TestDiscoveryLeavesJobsToTheMainSync(t *testing.T) {
+	cases := map[string]func(f *fixture) *kubeflow.MPIJob{
+		"no ConfigMap yet": func(f *fixture) *kubeflow.MPIJob {
+			job := oneOfTwoListed(f)
+			f.cms = nil
+			return job
+		},
+		"finished": func(f *fixture) *kubeflow.MPIJob {
+			job := oneOfTwoListed(f)
+			setCondition(&job.Status, common.JobSucceeded, reasonSucceeded, "done", metav1.NewTime(testNow))
+			return job
+		},
+		"invalid spec": func(f *fixture) *kubeflow.MPIJob {
+			job := oneOfTwoListed(f)
+			job.Spec.SlotsPerWorker = ptr[int32](-1)
+			return job
+		},
+		"below minReplicas for too long": func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 2)
+			f.pods[1].Status.Phase = corev1.PodPending
+			f.cms[0].Annotations = elastic.State{NextIndex: 2, BelowMinSince: testNow.Add(-time.Hour)}.Annotations()
+			return job
+		},
+	}
+	for name, setup := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			job := setup(f)
+			if err := f.discover(job, nil); err != nil {
+				t.Fatal(err)
+			}
+			f.expectKubeWrites()
+			f.expectMPIWrites()
+		})
+	}
 }
 
 func TestDiscoverable(t *testing.T) {
@@ -46,27 +232,13 @@ func TestDiscoverable(t *testing.T) {
 		{"running launcher", existingLauncher(job, corev1.PodRunning), false},
 	}
 	for _, tc := range cases {
-		if got := isWorker(tc.pod) && elastic.Discoverable(tc.pod); got != tc.want {
+		if got := discoverable(tc.pod); got != tc.want {
 			t.Errorf("%s: discoverable = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
 
-// queued reports the priority of the one key c's queue holds, failing the
-// test unless it holds exactly one.
-func queued(t *testing.T, c *MPIJobController) int {
-	t.Helper()
-	if n := c.Queue.Len(); n != 1 {
-		t.Fatalf("the queue holds %d keys, want 1", n)
-	}
-	_, priority, _ := c.Queue.GetWithPriority()
-	return priority
-}
-
-// TestPodEventsAreUrgentWhenDiscoverabilityChanges: every pod event queues
-// its job once, ahead of the others when it changes what discover_hosts.sh
-// may list.
-func TestPodEventsAreUrgentWhenDiscoverabilityChanges(t *testing.T) {
+func TestPodEventsReachTheFastPathWhenDiscoverabilityChanges(t *testing.T) {
 	job := newTestJob("pi", 1)
 	running := existingWorkers(job, corev1.PodRunning, 0)[0]
 	running.ResourceVersion = "2"
@@ -78,15 +250,15 @@ func TestPodEventsAreUrgentWhenDiscoverabilityChanges(t *testing.T) {
 	draining.Annotations, draining.ResourceVersion = map[string]string{elastic.AnnotationDrainingSince: "now"}, "3"
 
 	cases := []struct {
-		name   string
-		event  func(c *MPIJobController)
-		urgent bool
+		name  string
+		event func(c *MPIJobController)
+		want  int
 	}{
-		{"turns Running", func(c *MPIJobController) { c.handlePodUpdate(pending, running) }, true},
-		{"marked draining", func(c *MPIJobController) { c.handlePodUpdate(running, draining) }, true},
-		{"other change", func(c *MPIJobController) { c.handlePodUpdate(running, relabelled) }, false},
-		{"running worker deleted", func(c *MPIJobController) { c.handlePodDelete(running) }, true},
-		{"pending worker deleted", func(c *MPIJobController) { c.handlePodDelete(pending) }, false},
+		{"turns Running", func(c *MPIJobController) { c.handlePodUpdate(pending, running) }, 1},
+		{"marked draining", func(c *MPIJobController) { c.handlePodUpdate(running, draining) }, 1},
+		{"other change", func(c *MPIJobController) { c.handlePodUpdate(running, relabelled) }, 0},
+		{"running worker deleted", func(c *MPIJobController) { c.handlePodDelete(running) }, 1},
+		{"pending worker deleted", func(c *MPIJobController) { c.handlePodDelete(pending) }, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,8 +266,11 @@ func TestPodEventsAreUrgentWhenDiscoverabilityChanges(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			c := f.newController(ctx)
 			tc.event(c)
-			if got := queued(t, c) > 0; got != tc.urgent {
-				t.Errorf("urgent = %v, want %v", got, tc.urgent)
+			if got := c.discoveryQueue.Len(); got != tc.want {
+				t.Errorf("fast-path queue holds %d keys, want %d", got, tc.want)
+			}
+			if got := c.queue.Len(); got != 1 {
+				t.Errorf("main queue holds %d keys, want 1: it sees every pod event", got)
 			}
 		})
 	}
@@ -112,17 +287,15 @@ func TestNoOpPodPatchLeavesNothingToWaitFor(t *testing.T) {
 	f.pods[2].Annotations[elastic.AnnotationHostsHash] = "same"
 	_, ctx := ktesting.NewTestContext(t)
 	c := f.newController(ctx)
-	if _, err := c.Pods.Annotate(ctx, owner(job), f.pods[2], elastic.AnnotationHostsHash, "same"); err != nil {
+	if _, err := c.pods.Annotate(ctx, owner(job), f.pods[2], elastic.AnnotationHostsHash, "same"); err != nil {
 		t.Fatal(err)
 	}
-	if !c.Expectations.Satisfied(jobKey(job)) {
+	if !c.expectations.Satisfied(jobKey(job)) {
 		t.Error("the job waits for an event that a patch without change never brings")
 	}
 }
 
-// TestReplicaChangesAreUrgent: a job update queues the job once, ahead of
-// the others when its worker replicas changed.
-func TestReplicaChangesAreUrgent(t *testing.T) {
+func TestReplicaChangesReachTheFastPath(t *testing.T) {
 	old := newTestJob("pi", 4)
 	old.ResourceVersion = "1"
 	shrunk := old.DeepCopy()
@@ -130,23 +303,49 @@ func TestReplicaChangesAreUrgent(t *testing.T) {
 	relabelled := old.DeepCopy()
 	relabelled.Labels = map[string]string{"team": "ml"}
 	cases := []struct {
-		name   string
-		new    *kubeflow.MPIJob
-		urgent bool
+		name string
+		new  *kubeflow.MPIJob
+		want int
 	}{
-		{"replicas changed", shrunk, true},
-		{"something else changed", relabelled, false},
+		{"replicas changed", shrunk, 1},
+		{"something else changed", relabelled, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			_, ctx := ktesting.NewTestContext(t)
 			c := f.newController(ctx)
-			c.handleJobUpdate(old, tc.new)
-			if got := queued(t, c) > 0; got != tc.urgent {
-				t.Errorf("urgent = %v, want %v", got, tc.urgent)
+			c.enqueueResize(old, tc.new)
+			if got := c.discoveryQueue.Len(); got != tc.want {
+				t.Errorf("fast-path queue holds %d keys, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDiscoveryWritesThroughTheListingClient: the fast path's writes go
+// through the client whose rate limit is theirs, none through the main one.
+func TestDiscoveryWritesThroughTheListingClient(t *testing.T) {
+	f := newFixture(t)
+	job := oneOfTwoListed(f)
+	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](1)
+	var listing *k8sfake.Clientset
+	err := f.discover(job, func(c *MPIJobController) {
+		objs := []runtime.Object{f.cms[0]}
+		for _, p := range f.pods {
+			objs = append(objs, p)
+		}
+		listing = k8sfake.NewClientset(objs...)
+		c.listing = writePath{kube: listing, pods: reconcile.PodWrites{Client: listing, Lister: c.podLister, Expectations: c.expectations}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites()
+	// The script lists worker 0 alone, as before: the launcher is not patched.
+	want := []action{update("configmaps", "pi-config"), patchPod("pi-worker-1")}
+	if diff := cmp.Diff(inIssueOrder(want), inIssueOrder(writes(listing.Actions())), cmp.AllowUnexported(action{})); diff != "" {
+		t.Errorf("writes of the listing client (-want +got):\n%s", diff)
 	}
 }
 
@@ -158,11 +357,11 @@ func TestLauncherRefreshIsNoExpectation(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
 	ctx, c := f.readyController(nil)
-	if err := syncOnly(ctx, c, jobKey(job)); err != nil {
+	if err := c.syncDiscovery(ctx, jobKey(job)); err != nil {
 		t.Fatal(err)
 	}
 	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
-	if c.Expectations.Changing(jobKey(job)) || !c.Expectations.Satisfied(jobKey(job)) {
+	if c.expectations.Changing(jobKey(job)) || !c.expectations.Satisfied(jobKey(job)) {
 		t.Error("the launcher's refresh is waited for")
 	}
 
@@ -172,7 +371,7 @@ func TestLauncherRefreshIsNoExpectation(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.kubeClient.ClearActions()
-	if err := syncOnly(ctx, c, jobKey(job)); err != nil {
+	if err := c.syncDiscovery(ctx, jobKey(job)); err != nil {
 		t.Fatal(err)
 	}
 	f.expectKubeWrites()
@@ -193,14 +392,8 @@ func TestLauncherRefreshIsNoExpectation(t *testing.T) {
 	if err := informer.GetIndexer().Update(cached); err != nil {
 		t.Fatal(err)
 	}
-	if err := syncOnly(ctx, c, jobKey(job)); err != nil {
+	if err := c.syncDiscovery(ctx, jobKey(job)); err != nil {
 		t.Fatal(err)
 	}
 	f.expectKubeWrites(patchPod("pi-launcher"))
-}
-
-// syncOnly runs one sync of key on c, for its error alone.
-func syncOnly(ctx context.Context, c *MPIJobController, key string) error {
-	_, err := c.syncHandler(ctx, key)
-	return err
 }

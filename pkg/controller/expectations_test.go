@@ -56,7 +56,7 @@ func TestStaleCacheRepeatsNoPodWrite(t *testing.T) {
 	for _, p := range pods {
 		c.handlePodAdd(p)
 	}
-	if !c.Expectations.Satisfied("ns/pi") {
+	if !c.expectations.Satisfied("ns/pi") {
 		t.Error("the pods' add events did not settle the expectations")
 	}
 }
@@ -101,22 +101,22 @@ func TestFilesWaitForOwnPodChanges(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
 	if _, err := f.syncPrepared(job, func(c *MPIJobController) {
-		c.Expectations.ExpectChange(jobKey(job), "pi-worker-1-uid", reconcile.ShowsDeletion)
+		c.expectations.ExpectChange(jobKey(job), "pi-worker-1-uid", reconcile.ShowsDeletion)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	f.expectKubeWrites()
 
 	// A pod created and not seen yet is no reason to wait: it is not
-	// Running. The launcher is told of the new files at once.
+	// Running.
 	f = newFixture(t)
 	job = oneOfTwoListed(f)
 	if _, err := f.syncPrepared(job, func(c *MPIJobController) {
-		c.Expectations.ExpectCreate(jobKey(job), "pi-worker-7")
+		c.expectations.ExpectCreate(jobKey(job), "pi-worker-7")
 	}); err != nil {
 		t.Fatal(err)
 	}
-	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
+	f.expectKubeWrites(update("configmaps", "pi-config"))
 }
 
 // TestRoleWaitsForOwnDeletions: while the cache shows only some of the
@@ -130,7 +130,7 @@ func TestRoleWaitsForOwnDeletions(t *testing.T) {
 	f := newFixture(t)
 	setUp(f)
 	if _, err := f.syncPrepared(f.jobs[0], func(c *MPIJobController) {
-		c.Expectations.ExpectChange("ns/pi", "pi-worker-3-uid", reconcile.ShowsDeletion)
+		c.expectations.ExpectChange("ns/pi", "pi-worker-3-uid", reconcile.ShowsDeletion)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,6 @@ func (f *fixture) newController(ctx context.Context) *MPIJobController {
 	inf := NewInformers(f.kubeClient, meta, f.mpiClient, volcano, f.cfg)
 	f.inf = inf
 	c := newController(ctx, f.kubeClient, f.mpiClient, volcano, inf, f.cfg, f.recorder, f.clock)
-	f.t.Cleanup(c.Queue.ShutDown)
 	if c.podGroups != nil {
 		c.podGroups = func(string) volcanotyped.PodGroupInterface { return f.podGroups }
 	}

@@ -66,7 +66,7 @@ func (c *MPIJobController) handleOtherPod(obj any) {
 		return
 	}
 	if _, err := c.jobLister.MPIJobs(meta.GetNamespace()).Get(name); err == nil {
-		c.Queue.Add(meta.GetNamespace() + "/" + name)
+		c.queue.Add(meta.GetNamespace() + "/" + name)
 	}
 }
 

@@ -10,10 +10,12 @@ import (
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
-// The early exits of a sync: checkJob decides whether the sync may act on
-// a job's workers at all, so that no host is listed, no worker marked and
-// no launcher refreshed for a job that the sync only fails, holds or winds
-// down. Urgent keys run the same sync: there is no other list of guards.
+// The early exits of a sync. Both the main sync and the discovery fast path
+// decide through checkJob whether they may act on a job's workers at all,
+// from the same cache and in the same order, so that the fast path never
+// lists a host, marks a worker or refreshes a launcher of a job that the
+// main sync would only fail, hold or wind down. A guard added here holds
+// for both.
 
 // earlyExit is how a sync ends that checkJob stopped short of acting on the
 // job's plan, or exitNone when nothing stopped it.
@@ -26,13 +28,13 @@ const (
 	// its status.
 	exitDeleted
 	// exitForeign: the job was written through another API version and is
-	// left alone; the sync says so in an event.
+	// left alone; the main sync says so in an event.
 	exitForeign
 	// exitRecord: the sync records in the job's status why it stops (the
 	// job's end, a spec that holds it, a name held by someone else) and
 	// writes nothing else.
 	exitRecord
-	// exitWindDown: the job's end is recorded already; the sync winds
+	// exitWindDown: the job's end is recorded already; the main sync winds
 	// its pods and files down.
 	exitWindDown
 )
@@ -71,7 +73,7 @@ type observed struct {
 
 // checkJob takes every early exit of the sync on shared, the job as the
 // cache has it. It writes nothing: what it finds goes into the status of
-// the copy it returns, which the sync writes. An error (a spec
+// the copy it returns, which only the main sync writes. An error (a spec
 // that holds a started job, a child's name held by someone else, a cache
 // failure) comes with exitRecord.
 func (c *MPIJobController) checkJob(shared *kubeflow.MPIJob, now metav1.Time) (*observed, earlyExit, error) {

@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
@@ -29,7 +27,7 @@ func TestControllerHealthFollowsRun(t *testing.T) {
 	go func() { done <- c.Run(ctx, 2) }()
 	// Once Run has started, the caches' grace period runs.
 	waitUntil(t, "Run to start", func() bool {
-		return c.Health.Healthy(f.clock.Now().Add(reconcile.CacheSyncGrace+time.Second)) != nil
+		return c.health.Healthy(f.clock.Now().Add(reconcile.CacheSyncGrace+time.Second)) != nil
 	})
 
 	f.clock.Step(reconcile.CacheSyncGrace)
@@ -55,46 +53,42 @@ func TestControllerHealthFollowsRun(t *testing.T) {
 // a hung sync is reported while it runs, and each sync is progress.
 func TestProcessNextWorkItemRecordsProgress(t *testing.T) {
 	f := newFixture(t)
-	f.jobs = append(f.jobs, newTestJob("pi", 1))
 	_, ctx := ktesting.NewTestContext(t)
 	c := f.newController(ctx)
-	// The first write of the job's sync hangs until release is closed.
-	release := make(chan struct{})
-	f.kubeClient.PrependReactor("create", "*", func(core.Action) (bool, runtime.Object, error) {
-		<-release
-		return false, nil, nil
-	})
-	c.Health.Starting(1)
-	c.Health.CachesSynced()
+	c.health.Starting(1)
+	c.health.CachesSynced()
 
-	// A job that does not exist, whose sync only forgets it, and one that
-	// does.
-	c.Queue.Add("ns/first")
-	c.Queue.Add(jobKey(f.jobs[0]))
+	// Jobs that do not exist: their syncs only forget them.
+	c.queue.Add("ns/first")
+	c.queue.Add("ns/second")
 	f.clock.Step(reconcile.StallTimeout + time.Second)
 	if err := c.Healthy(); err == nil || !strings.Contains(err.Error(), "2 MPIJob(s) wait in the work queue") {
 		t.Fatalf("Healthy() with work and no sync = %v, want the queue reported", err)
 	}
-	c.ProcessNext(ctx, c.sync)
+	c.processNextWorkItem(ctx)
 	if err := c.Healthy(); err != nil {
 		t.Errorf("Healthy() right after a sync = %v, want nil", err)
 	}
 
+	// The job's lock, held here, makes the next sync hang.
+	c.jobLocks.LockKey("ns/second")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.ProcessNext(ctx, c.sync)
+		c.processNextWorkItem(ctx)
 	}()
 	// Once the sync has started, it is the one reported, not the queue.
 	waitUntil(t, "the sync to start", func() bool {
-		err := c.Health.Healthy(f.clock.Now().Add(reconcile.StallTimeout + time.Second))
+		err := c.health.Healthy(f.clock.Now().Add(reconcile.StallTimeout + time.Second))
 		return err != nil && strings.Contains(err.Error(), "has been running")
 	})
 	f.clock.Step(reconcile.StallTimeout + time.Second)
 	if err := c.Healthy(); err == nil || !strings.Contains(err.Error(), "has been running for 3m1s") {
 		t.Errorf("Healthy() during a hung sync = %v, want the sync reported", err)
 	}
-	close(release)
+	if err := c.jobLocks.UnlockKey("ns/second"); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case <-done:
 	case <-time.After(wait.ForeverTestTimeout):

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -44,6 +45,12 @@ type Config struct {
 	// its own, so that the creation of a large job never delays the writes
 	// that list its running workers. Nil means the controller's client.
 	CreationClient kubernetes.Interface
+	// ListingClient, when set, writes the discovery fast path's requests
+	// (the files, draining marks and the launcher's refresh) under rate
+	// limits of their own, so that a burst of the main sync's writes never
+	// delays the listing of a running worker. Nil means the controller's
+	// client.
+	ListingClient kubernetes.Interface
 	// JobsClient, when set, lists and watches the MPIJobs as JSON and
 	// decodes each on its own, so that one that cannot be decoded is
 	// skipped with a Warning event instead of failing the whole list
@@ -110,8 +117,14 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 
 // jobResource tells pkg/tolerant how to list and decode MPIJobs.
 func jobResource(namespace string) tolerant.Resource {
-	return tolerant.ResourceOf[kubeflow.MPIJob, kubeflow.MPIJobList](kubeflow.SchemeGroupVersion.WithResource("mpijobs"),
-		kubeflow.Kind, namespace, mpischeme.Codecs.UniversalDeserializer())
+	return tolerant.Resource{
+		GVR:       kubeflow.SchemeGroupVersion.WithResource("mpijobs"),
+		Kind:      kubeflow.Kind,
+		Namespace: namespace,
+		Decoder:   mpischeme.Codecs.UniversalDeserializer(),
+		NewObject: func() runtime.Object { return &kubeflow.MPIJob{} },
+		NewList:   func() runtime.Object { return &kubeflow.MPIJobList{} },
+	}
 }
 
 // Start starts every informer the controller asked for.

@@ -26,9 +26,23 @@ import (
 // spec. Everything it decides is derived from the cluster as the informers
 // see it, so a restarted controller carries on where the last one stopped.
 // It returns how long to wait before the job needs another look, if it does.
-// The queue runs one sync of a job at a time.
+//
+// The job's lock keeps the discovery fast path off the job while the sync
+// plans and writes its files, RBAC objects and pod marks; the creation of
+// new workers, which the Role already allows and the files already name,
+// comes after the lock is released, so that the fast path can list the
+// job's running workers while a large job is still being created.
 func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
+	c.jobLocks.LockKey(key)
+	locked := true
+	unlock := func() {
+		if locked {
+			_ = c.jobLocks.UnlockKey(key)
+			locked = false
+		}
+	}
+	defer unlock()
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		logger.Error(err, "Dropping malformed key")
@@ -42,7 +56,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	if err != nil {
 		return 0, err
 	}
-	now := metav1.NewTime(c.Clock.Now())
+	now := metav1.NewTime(c.clock.Now())
 	obs, exit, err := c.checkJob(shared, now)
 	switch exit {
 	case exitDeleted:
@@ -53,11 +67,16 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	}
 	job := obs.job
 	var requeue time.Duration
+	var create creation
 	if err == nil {
-		requeue, err = c.reconcile(ctx, obs, exit, now)
+		requeue, create, err = c.reconcile(ctx, obs, exit, now)
+	}
+	unlock()
+	if createErr := c.create(ctx, job, create); createErr != nil {
+		err = createErr
 	}
 	updateBlocked(&job.Status, err, now)
-	if c.StatusWrites.Unseen(key, shared.ResourceVersion) {
+	if c.statusWrites.Unseen(key, shared.ResourceVersion) {
 		// The cache does not show the last status write yet; the job's
 		// update event brings it back.
 		return elastic.Sooner(requeue, reconcile.ExpectationsTimeout), err
@@ -77,93 +96,118 @@ func (c *MPIJobController) forget(key, ns, name string) {
 
 // reconcile acts on a job that checkJob let through, or winds a finished
 // one down, and records the outcome in its status, which the caller
-// writes.
-func (c *MPIJobController) reconcile(ctx context.Context, obs *observed, exit earlyExit, now metav1.Time) (time.Duration, error) {
+// writes. It returns the workers to create, which the caller creates once
+// it has released the job's lock.
+func (c *MPIJobController) reconcile(ctx context.Context, obs *observed, exit earlyExit, now metav1.Time) (time.Duration, creation, error) {
 	switch exit {
 	case exitNone:
-		requeue, err := c.reconcileActive(ctx, obs, now)
+		requeue, create, err := c.reconcileActive(ctx, obs, now)
 		if err != nil {
-			return 0, err
+			// Workers planned despite the error (the names that pods of
+			// someone else's hold block the others only) are created.
+			return 0, create, err
 		}
-		return requeue, nil
+		return requeue, create, nil
 	case exitWindDown:
-		return c.reconcileFinished(ctx, obs, now)
+		requeue, err := c.reconcileFinished(ctx, obs, now)
+		return requeue, creation{}, err
 	}
-	return 0, nil
+	return 0, creation{}, nil
 }
 
-// reconcileActive runs a job that checkJob let through: the workers' plan
-// through the engine, the launcher once the rest is in place, then the
-// conditions of a running job.
-func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, now metav1.Time) (time.Duration, error) {
+// reconcileActive runs a job that checkJob let through: the children in
+// dependency order, then the conditions of a running job.
+func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, now metav1.Time) (time.Duration, creation, error) {
 	job, launcher, ws := obs.job, obs.launcher, obs.workers
 	if obs.restartRecorded {
 		// The failure is counted in the status the cache shows: the pod
 		// may go, and a later sync creates the next launcher.
-		if err := c.Pods.Delete(ctx, owner(job), launcher); err != nil {
-			return 0, err
+		if err := c.pods.Delete(ctx, owner(job), launcher); err != nil {
+			return 0, creation{}, err
 		}
 	}
 	plan := elastic.PlanWorkers(workerSpec(job), ws, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
 	state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: obs.belowMin.Since}
-	out, err := c.Engine.Act(ctx, c.engineJob(job, now), ws, plan, engine.Hooks{
-		Files: func(ctx context.Context, plan elastic.Plan) (string, error) {
-			cm, err := c.syncConfigMap(ctx, job, plan.Hosts, state)
-			if err != nil {
-				return "", err
-			}
-			c.observeDiscovery(jobKey(job), ws, plan.Hosts.Running)
-			return cm.Data[discoverHostsKey], nil
-		},
-		Beside: []func(context.Context, elastic.Plan, bool) error{
-			func(ctx context.Context, plan elastic.Plan, settled bool) error {
-				if !settled {
-					// Exec named from a cache that shows only some of
-					// the deletions of a shrink would be trimmed once
-					// per deletion seen; no worker is created meanwhile.
-					return nil
-				}
-				return c.syncLauncherRBAC(ctx, job, plan.Exec)
-			},
-			func(ctx context.Context, _ elastic.Plan, _ bool) error { return c.syncPodGroup(ctx, job) },
-		},
-		Tell: func(ctx context.Context, script string) (err error) {
-			if launcher != nil {
-				launcher, err = c.refreshLauncher(ctx, job, launcher, elastic.HostsHash(script))
+	planned := plan.Create
+	if len(plan.Create) > maxCreatesPerSync {
+		// The Role and the files already name every planned worker; the
+		// rest are created on the syncs that their siblings' events bring,
+		// after other jobs have had their turn.
+		plan.Create = plan.Create[:maxCreatesPerSync]
+	}
+	settled := c.expectations.Satisfied(jobKey(job))
+	// A draining mark or a deletion of this controller's that the cache does
+	// not show yet could make the plan list a worker already taken out of
+	// discover_hosts.sh: the files stay as they are until it does.
+	changing := c.expectations.Changing(jobKey(job))
+	if !settled {
+		// The cache does not show this controller's last pod changes yet, so
+		// the plan may repeat them; the pod event that settles them brings
+		// the job back. The Role stays as the last sync, which planned the
+		// same workers, wrote it (below).
+		plan.Create, plan.Drain, plan.Remove = nil, nil, nil
+		// Should that event be lost, look again once the wait has expired.
+		plan.Requeue = elastic.Sooner(plan.Requeue, reconcile.ExpectationsTimeout)
+	}
+	// The files, the launcher's RBAC objects and the PodGroup do not
+	// depend on each other; all of them come before any new worker, and
+	// the files before the drain marks of the plan's victims.
+	var cm *corev1.ConfigMap
+	err := reconcile.Concurrently(
+		func() (err error) {
+			if !changing {
+				cm, err = c.syncConfigMap(ctx, c.mainPath(), job, plan.Hosts, state)
 			}
 			return err
 		},
-		Worker: func(i int) *corev1.Pod { return newWorker(job, i, c.cfg.GangSchedulerName) },
-		Event:  func(eventType, reason, msg string) { c.Recorder.Event(job, eventType, reason, msg) },
-	})
+		func() error {
+			if !settled {
+				// Exec named from a cache that shows only some of the
+				// deletions of a shrink would be trimmed once per
+				// deletion seen; no worker is created meanwhile.
+				return nil
+			}
+			return c.syncLauncherRBAC(ctx, job, plan.Exec)
+		},
+		func() error { return c.syncPodGroup(ctx, job) },
+	)
 	if err != nil {
-		return 0, err
+		return 0, creation{}, err
 	}
-	if out.Settled && out.Written && launcher == nil && len(plan.InTheWay) == 0 {
-		// A launcher would start the ranks with a host that is not the
-		// job's: it waits until no worker name is held.
-		if err := c.createLauncher(ctx, job, elastic.HostsHash(out.Script)); err != nil {
-			return 0, err
+	if !changing {
+		c.observeDiscovery(jobKey(job), ws, plan.Hosts.Running)
+	}
+	if err := c.deleteWorkers(ctx, job, plan.Remove); err != nil {
+		return 0, creation{}, err
+	}
+	var launcherHash *string
+	if settled {
+		if err := c.markReplaced(ctx, job, ws, plan.Create); err != nil {
+			return 0, creation{}, err
+		}
+		hash := elastic.HostsHash(cm.Data[discoverHostsKey])
+		switch {
+		case launcher != nil:
+			if launcher, err = c.refreshLauncher(ctx, c.mainPath(), job, launcher, hash); err != nil {
+				return 0, creation{}, err
+			}
+		case len(plan.InTheWay) == 0:
+			// A launcher would start the ranks with a host that is not
+			// the job's: it waits until no worker name is held. It is
+			// created after the workers this sync creates.
+			launcherHash = &hash
+		}
+		// The files no longer list the victims and the launcher has been
+		// told: their drain starts now (engine.Unlisted).
+		if err := c.markDraining(ctx, c.mainPath(), job, engine.Unlisted(plan.Drain, cm.Data[discoverHostsKey]), now); err != nil {
+			return 0, creation{}, err
 		}
 	}
 	c.updateRunning(job, launcher, ws, now)
 	updateResizing(job, ws, plan, now)
 	deadline, _ := deadlineLeft(job, now)
-	return elastic.Sooner(elastic.Sooner(out.Requeue, obs.belowMin.Left), deadline), blockedWorkers(job, plan.Blocked)
-}
-
-// engineJob is what the engine knows of job.
-func (c *MPIJobController) engineJob(job *kubeflow.MPIJob, now metav1.Time) engine.Job {
-	return engine.Job{
-		Owner:       owner(job),
-		UID:         job.UID,
-		Generation:  job.Generation,
-		Replicas:    desiredWorkers(job),
-		Elastic:     job.Spec.ElasticPolicy != nil,
-		DrainPeriod: drainPeriod(job),
-		WorkerName:  workerNamer(job),
-		Now:         now.Time,
-	}
+	create := creation{indices: plan.Create, planned: planned, launcherHash: launcherHash}
+	return elastic.Sooner(elastic.Sooner(plan.Requeue, obs.belowMin.Left), deadline), create, blockedWorkers(job, plan.Blocked)
 }
 
 // checkSpec validates the job. A job that has not started fails with an
