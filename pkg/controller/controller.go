@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
@@ -115,14 +114,11 @@ func init() {
 // to the API server through a broadcaster that stops with ctx.
 func NewMPIJobController(ctx context.Context, kubeClient kubernetes.Interface, mpiClient clientset.Interface,
 	volcanoClient volcanoclient.Interface, inf *Informers, cfg Config) *MPIJobController {
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartStructuredLogging(4)
 	events := cfg.EventClient
 	if events == nil {
 		events = kubeClient
 	}
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerName})
+	recorder := engine.NewRecorder(ctx, events, controllerName)
 	return newController(ctx, kubeClient, mpiClient, volcanoClient, inf, cfg, recorder, clock.RealClock{})
 }
 
@@ -215,13 +211,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 }
 
 func (c *MPIJobController) addHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	reg, err := informer.AddEventHandler(h)
-	if err != nil {
-		// Only a stopped informer refuses a handler; before Start it cannot be.
-		logger.Error(err, "Adding an event handler")
-		return
-	}
-	c.synced = append(c.synced, reg.HasSynced)
+	c.synced = engine.AddHandler(logger, informer, h, c.synced)
 }
 
 // Run waits for the caches, then runs threadiness workers on the main queue

@@ -75,14 +75,21 @@ func NewRecorder(ctx context.Context, events kubernetes.Interface, component str
 // AddHandler registers h with informer. RunWorkers waits until every
 // handler has seen its informer's first list.
 func (b *Base) AddHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.ResourceEventHandler) {
+	b.synced = AddHandler(logger, informer, h, b.synced)
+}
+
+// AddHandler registers h with informer and returns synced with the
+// registration's HasSynced appended.
+func AddHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.ResourceEventHandler,
+	synced []cache.InformerSynced) []cache.InformerSynced {
 	reg, err := informer.AddEventHandler(h)
 	if err != nil {
 		// Only a stopped informer refuses a handler; before Start it
 		// cannot be.
 		logger.Error(err, "Adding an event handler")
-		return
+		return synced
 	}
-	b.synced = append(b.synced, reg.HasSynced)
+	return append(synced, reg.HasSynced)
 }
 
 // Enqueue queues key, ahead of the keys queued without urgency when urgent.
