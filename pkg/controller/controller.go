@@ -96,8 +96,9 @@ type MPIJobController struct {
 	// refreshes remembers the launcher refreshes the cache has yet to
 	// show (launcher.go).
 	refreshes launcherRefreshes
-	// scaleSteps keeps one event per scale step (pods.go).
-	scaleSteps engine.ScaleSteps
+	// engine acts on the workers' plans through pods and creations, and
+	// keeps one event per scale step.
+	engine *engine.Engine
 	// memory lists every store above, and the expectations: all that the
 	// controller remembers of a job, forgotten at once when it is deleted.
 	memory reconcile.JobMemory
@@ -161,7 +162,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		expectations: reconcile.NewExpectations(clk),
 	}
 	c.memory = reconcile.JobMemory{c.expectations, &c.runningSince, &c.statusWrites, &c.countChanges,
-		&c.cmWrites, &c.refreshes, &c.scaleSteps}
+		&c.cmWrites, &c.refreshes}
 	c.health = reconcile.NewHealth(clk, c.queue.Len)
 	c.pods = reconcile.PodWrites{Client: c.kubeClient, Lister: c.podLister, Expectations: c.expectations}
 	c.creations = c.pods
@@ -173,6 +174,8 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		c.listing.kube = cfg.ListingClient
 		c.listing.pods.Client = cfg.ListingClient
 	}
+	c.engine = &engine.Engine{Pods: c.pods, Creations: c.creations}
+	c.memory = append(c.memory, &c.engine.Steps)
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueJob,

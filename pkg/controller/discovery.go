@@ -165,25 +165,25 @@ func (c *MPIJobController) hasConfigMap(job *kubeflow.MPIJob) bool {
 	return err == nil && metav1.IsControlledBy(cm, job)
 }
 
-// listWorkers carries out the first steps of the main sync's plan for a
-// job that checkJob let through: the files, the launcher's refresh, then
-// the drain marks of the victims the written files no longer list.
+// listWorkers carries out the engine's first steps of the main sync's
+// plan for a job that checkJob let through: the files, the launcher told,
+// then the drain marks of the victims the written files no longer list.
+// The creations and deletions are the main sync's.
 func (c *MPIJobController) listWorkers(ctx context.Context, obs *observed, now metav1.Time) error {
-	job := obs.job
+	job, launcher := obs.job, obs.launcher
 	plan := elastic.PlanWorkers(workerSpec(job), obs.workers, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
-	state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: obs.belowMin.Since}
-	written, err := c.syncConfigMap(ctx, c.listing, job, plan.Hosts, state)
+	plan.Create, plan.Remove = nil, nil
+	// The fast path's engine marks through the listing client; it
+	// creates nothing, so it has no scale steps to remember.
+	listing := &engine.Engine{Pods: c.listing.pods}
+	acted, _, err := listing.Prepare(ctx, engineJob(job, now.Time), obs.workers, plan,
+		c.hooks(c.listing, job, &launcher, obs.belowMin.Since))
 	if err != nil {
 		return err
 	}
 	klog.FromContext(ctx).V(4).Info("Discovery synced", "running", plan.Hosts.Running)
-	c.observeDiscovery(jobKey(job), obs.workers, plan.Hosts.Running)
-	if obs.launcher != nil {
-		if _, err := c.refreshLauncher(ctx, c.listing, job, obs.launcher, elastic.HostsHash(written.Data[discoverHostsKey])); err != nil {
-			return err
-		}
+	if acted.Written {
+		c.observeDiscovery(jobKey(job), obs.workers, plan.Hosts.Running)
 	}
-	// The files no longer list the victims and the launcher has been told:
-	// their drain starts now (engine.Unlisted).
-	return c.markDraining(ctx, c.listing, job, engine.Unlisted(plan.Drain, written.Data[discoverHostsKey]), now)
+	return nil
 }

@@ -1,17 +1,14 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
-	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
 const (
@@ -22,7 +19,6 @@ const (
 
 	reasonResizing            = "MPIJobResizing"
 	reasonWorkersBelowMinimum = "WorkersBelowMinimum"
-	eventWorkerReplaced       = "WorkerReplaced"
 )
 
 // checkMinReplicas fails an elastic job whose running workers have been
@@ -49,41 +45,6 @@ func minReplicasClock(job *kubeflow.MPIJob, ws []elastic.Worker, recorded elasti
 	timeout := time.Duration(*ep.MinReplicasTimeoutSeconds) * time.Second
 	started := hasCondition(&job.Status, common.JobRunning)
 	return elastic.TrackMinReplicas(int(*ep.MinReplicas), timeout, started, ws, recorded.BelowMinSince, now)
-}
-
-// markReplaced records, on each failed worker of an elastic job not handled
-// yet, which new worker replaces it ("none" when the job needs no
-// replacement), so that each failure is reported once.
-func (c *MPIJobController) markReplaced(ctx context.Context, job *kubeflow.MPIJob, ws []elastic.Worker, created []int) error {
-	if job.Spec.ElasticPolicy == nil {
-		return nil
-	}
-	for _, r := range elastic.Replacements(ws, created, workerNamer(job)) {
-		patched, err := c.pods.Annotate(ctx, owner(job), r.Failed, elastic.AnnotationReplacedBy, r.By)
-		if err != nil {
-			return fmt.Errorf("marking failed worker %s: %w", r.Failed.Name, err)
-		}
-		if patched != nil {
-			c.reportReplaced(job, r)
-		}
-	}
-	return nil
-}
-
-// reportReplaced tells of a failed worker and its replacement.
-func (c *MPIJobController) reportReplaced(job *kubeflow.MPIJob, r elastic.Replacement) {
-	why := r.Failed.Status.Reason
-	if why == "" {
-		why = "Failed"
-	}
-	if r.By == elastic.ReplacedByNone {
-		c.recorder.Eventf(job, corev1.EventTypeWarning, eventWorkerReplaced,
-			"Worker %s failed (%s) and left discover_hosts.sh; the job has its workers without a replacement", r.Failed.Name, why)
-		return
-	}
-	c.recorder.Eventf(job, corev1.EventTypeWarning, eventWorkerReplaced,
-		"Worker %s failed (%s) and left discover_hosts.sh; %s replaces it", r.Failed.Name, why, r.By)
-	metrics.WorkersReplaced.Inc()
 }
 
 // updateResizing keeps the Resizing condition of a running elastic job:

@@ -33,10 +33,11 @@ func TestElasticReplacesFailedWorkerUnderNewName(t *testing.T) {
 	f.expectKubeWrites(
 		update("configmaps", "pi-config"),
 		update("roles", "pi-launcher"),
-		patchPod("pi-worker-1"),
 		patchPod("pi-launcher"),
-		// Created once the sync has released the job's lock.
+		// Created once the sync has released the job's lock, and then
+		// the failed worker marked replaced by it.
 		create("pods", "pi-worker-2"),
+		patchPod("pi-worker-1"),
 	)
 	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
 	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\n" {
@@ -58,7 +59,7 @@ func TestElasticReplacesFailedWorkerUnderNewName(t *testing.T) {
 	}
 	found := false
 	for _, e := range f.events() {
-		found = found || e == "Warning WorkerReplaced Worker pi-worker-1 failed (Evicted) and left discover_hosts.sh; pi-worker-2 replaces it"
+		found = found || e == "Warning WorkerReplaced Worker pi-worker-1 ended (Evicted) and is out of discover_hosts.sh; replaced by pi-worker-2"
 	}
 	if !found {
 		t.Error("no WorkerReplaced event")

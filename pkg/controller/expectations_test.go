@@ -108,7 +108,7 @@ func TestFilesWaitForOwnPodChanges(t *testing.T) {
 	f.expectKubeWrites()
 
 	// A pod created and not seen yet is no reason to wait: it is not
-	// Running.
+	// Running. The launcher is told of the script written.
 	f = newFixture(t)
 	job = oneOfTwoListed(f)
 	if _, err := f.syncPrepared(job, func(c *MPIJobController) {
@@ -116,7 +116,7 @@ func TestFilesWaitForOwnPodChanges(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	f.expectKubeWrites(update("configmaps", "pi-config"))
+	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
 }
 
 // TestRoleWaitsForOwnDeletions: while the cache shows only some of the

@@ -17,7 +17,6 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
-	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
@@ -115,8 +114,11 @@ func (c *MPIJobController) reconcile(ctx context.Context, obs *observed, exit ea
 	return 0, creation{}, nil
 }
 
-// reconcileActive runs a job that checkJob let through: the children in
-// dependency order, then the conditions of a running job.
+// reconcileActive runs a job that checkJob let through: the engine's
+// steps up to the drain marks (the files, the launcher's RBAC objects and
+// PodGroup, the launcher told), then the conditions of a running job. The
+// engine's pod steps, and the launcher after them, are returned for the
+// caller to run once it has released the job's lock.
 func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, now metav1.Time) (time.Duration, creation, error) {
 	job, launcher, ws := obs.job, obs.launcher, obs.workers
 	if obs.restartRecorded {
@@ -127,40 +129,9 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 		}
 	}
 	plan := elastic.PlanWorkers(workerSpec(job), ws, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
-	state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: obs.belowMin.Since}
-	planned := plan.Create
-	if len(plan.Create) > maxCreatesPerSync {
-		// The Role and the files already name every planned worker; the
-		// rest are created on the syncs that their siblings' events bring,
-		// after other jobs have had their turn.
-		plan.Create = plan.Create[:maxCreatesPerSync]
-	}
-	settled := c.expectations.Satisfied(jobKey(job))
-	// A draining mark or a deletion of this controller's that the cache does
-	// not show yet could make the plan list a worker already taken out of
-	// discover_hosts.sh: the files stay as they are until it does.
-	changing := c.expectations.Changing(jobKey(job))
-	if !settled {
-		// The cache does not show this controller's last pod changes yet, so
-		// the plan may repeat them; the pod event that settles them brings
-		// the job back. The Role stays as the last sync, which planned the
-		// same workers, wrote it (below).
-		plan.Create, plan.Drain, plan.Remove = nil, nil, nil
-		// Should that event be lost, look again once the wait has expired.
-		plan.Requeue = elastic.Sooner(plan.Requeue, reconcile.ExpectationsTimeout)
-	}
-	// The files, the launcher's RBAC objects and the PodGroup do not
-	// depend on each other; all of them come before any new worker, and
-	// the files before the drain marks of the plan's victims.
-	var cm *corev1.ConfigMap
-	err := reconcile.Concurrently(
-		func() (err error) {
-			if !changing {
-				cm, err = c.syncConfigMap(ctx, c.mainPath(), job, plan.Hosts, state)
-			}
-			return err
-		},
-		func() error {
+	h := c.hooks(c.mainPath(), job, &launcher, obs.belowMin.Since)
+	h.Beside = []func(context.Context, elastic.Plan, bool) error{
+		func(ctx context.Context, plan elastic.Plan, settled bool) error {
 			if !settled {
 				// Exec named from a cache that shows only some of the
 				// deletions of a shrink would be trimmed once per
@@ -169,45 +140,27 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 			}
 			return c.syncLauncherRBAC(ctx, job, plan.Exec)
 		},
-		func() error { return c.syncPodGroup(ctx, job) },
-	)
+		func(ctx context.Context, _ elastic.Plan, _ bool) error { return c.syncPodGroup(ctx, job) },
+	}
+	acted, rest, err := c.engine.Prepare(ctx, engineJob(job, now.Time), ws, plan, h)
 	if err != nil {
 		return 0, creation{}, err
 	}
-	if !changing {
+	if acted.Written {
 		c.observeDiscovery(jobKey(job), ws, plan.Hosts.Running)
 	}
-	if err := c.deleteWorkers(ctx, job, plan.Remove); err != nil {
-		return 0, creation{}, err
-	}
-	var launcherHash *string
-	if settled {
-		if err := c.markReplaced(ctx, job, ws, plan.Create); err != nil {
-			return 0, creation{}, err
-		}
-		hash := elastic.HostsHash(cm.Data[discoverHostsKey])
-		switch {
-		case launcher != nil:
-			if launcher, err = c.refreshLauncher(ctx, c.mainPath(), job, launcher, hash); err != nil {
-				return 0, creation{}, err
-			}
-		case len(plan.InTheWay) == 0:
-			// A launcher would start the ranks with a host that is not
-			// the job's: it waits until no worker name is held. It is
-			// created after the workers this sync creates.
-			launcherHash = &hash
-		}
-		// The files no longer list the victims and the launcher has been
-		// told: their drain starts now (engine.Unlisted).
-		if err := c.markDraining(ctx, c.mainPath(), job, engine.Unlisted(plan.Drain, cm.Data[discoverHostsKey]), now); err != nil {
-			return 0, creation{}, err
-		}
+	create := creation{workers: rest}
+	if acted.Settled && acted.Written && launcher == nil && len(plan.InTheWay) == 0 {
+		// A launcher would start the ranks with a host that is not the
+		// job's: it waits until no worker name is held. It is created
+		// after the workers this sync creates.
+		hash := elastic.HostsHash(acted.Script)
+		create.launcherHash = &hash
 	}
 	c.updateRunning(job, launcher, ws, now)
 	updateResizing(job, ws, plan, now)
 	deadline, _ := deadlineLeft(job, now)
-	create := creation{indices: plan.Create, planned: planned, launcherHash: launcherHash}
-	return elastic.Sooner(elastic.Sooner(plan.Requeue, obs.belowMin.Left), deadline), create, blockedWorkers(job, plan.Blocked)
+	return elastic.Sooner(elastic.Sooner(acted.Requeue, obs.belowMin.Left), deadline), create, blockedWorkers(job, plan.Blocked)
 }
 
 // checkSpec validates the job. A job that has not started fails with an

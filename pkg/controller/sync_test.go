@@ -22,6 +22,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
@@ -863,7 +864,7 @@ func TestFailedStatusWriteAnnouncesNothing(t *testing.T) {
 // before the first is created.
 func TestCreationsPerSyncAreBounded(t *testing.T) {
 	f := newFixture(t)
-	job := newTestJob("pi", maxCreatesPerSync+8)
+	job := newTestJob("pi", engine.MaxCreatesPerSync+8)
 	f.jobs = append(f.jobs, job)
 	f.sync(job)
 	created := 0
@@ -872,11 +873,11 @@ func TestCreationsPerSyncAreBounded(t *testing.T) {
 			created++
 		}
 	}
-	if created != maxCreatesPerSync {
-		t.Errorf("created %d workers in one sync, want %d", created, maxCreatesPerSync)
+	if created != engine.MaxCreatesPerSync {
+		t.Errorf("created %d workers in one sync, want %d", created, engine.MaxCreatesPerSync)
 	}
 	role := createdObject[*rbacv1.Role](f, "roles", "pi-launcher")
-	if got := len(role.Rules[1].ResourceNames); got != maxCreatesPerSync+8 {
-		t.Errorf("the Role names %d workers, want all %d", got, maxCreatesPerSync+8)
+	if got := len(role.Rules[1].ResourceNames); got != engine.MaxCreatesPerSync+8 {
+		t.Errorf("the Role names %d workers, want all %d", got, engine.MaxCreatesPerSync+8)
 	}
 }

@@ -103,16 +103,46 @@ type Outcome struct {
 // them brings the job back, or ExpectationsTimeout passes). While it does
 // not show a drain mark or a deletion, the plan could list a worker already
 // taken out of the script: the files wait too.
+//
+// Act is Prepare (steps 1 to 3) followed by the returned PodSteps (4 to 6).
 func (e *Engine) Act(ctx context.Context, job Job, ws []elastic.Worker, plan elastic.Plan, h Hooks) (Outcome, error) {
-	key := job.Owner.Object.GetNamespace() + "/" + job.Owner.Object.GetName()
+	out, rest, err := e.Prepare(ctx, job, ws, plan, h)
+	if err != nil {
+		return out, err
+	}
+	out.Created, err = rest.Run(ctx)
+	return out, err
+}
+
+// PodSteps are the steps of Act that follow the drain marks: the creations,
+// the deletions and the replacement marks. A controller that lets other
+// work on the job run meanwhile (v1's listing of running workers) runs them
+// apart from Prepare: the files already name every worker they create, and
+// the workers they delete are already out of discover_hosts.sh.
+type PodSteps struct {
+	e               *Engine
+	job             Job
+	h               Hooks
+	ws              []elastic.Worker
+	create, planned []int
+	remove          []*corev1.Pod
+	replace         bool
+}
+
+// Prepare carries out steps 1 to 3 of Act and returns the others, to run
+// next (see Act for the gates).
+func (e *Engine) Prepare(ctx context.Context, job Job, ws []elastic.Worker, plan elastic.Plan, h Hooks) (Outcome, PodSteps, error) {
+	key := job.key()
 	out := Outcome{Settled: e.Pods.Expectations.Satisfied(key), Requeue: plan.Requeue}
 	changing := e.Pods.Expectations.Changing(key)
 	if !out.Settled {
 		plan.Create, plan.Drain, plan.Remove = nil, nil, nil
 		out.Requeue = elastic.Sooner(out.Requeue, reconcile.ExpectationsTimeout)
 	}
-	planned := plan.Create
+	rest := PodSteps{e: e, job: job, h: h, ws: ws, planned: plan.Create, remove: plan.Remove,
+		replace: out.Settled && job.Elastic}
 	plan.Create = plan.Create[:min(len(plan.Create), MaxCreatesPerSync)]
+	rest.create = plan.Create
 
 	writes := []func() error{func() (err error) {
 		if changing {
@@ -126,31 +156,41 @@ func (e *Engine) Act(ctx context.Context, job Job, ws []elastic.Worker, plan ela
 		writes = append(writes, func() error { return beside(ctx, plan, out.Settled) })
 	}
 	if err := reconcile.Concurrently(writes...); err != nil {
-		return out, err
+		return out, PodSteps{}, err
 	}
 	if out.Written && h.Tell != nil {
 		if err := h.Tell(ctx, out.Script); err != nil {
-			return out, err
+			return out, PodSteps{}, err
 		}
 	}
 	if out.Written {
 		if err := e.markDraining(ctx, job, h, Unlisted(plan.Drain, out.Script)); err != nil {
-			return out, err
+			return out, PodSteps{}, err
 		}
 	}
-	created, err := e.create(ctx, job, h, plan.Create, planned)
-	out.Created = created
-	if err != nil {
-		return out, err
-	}
-	if err := e.Delete(ctx, job, h, plan.Remove); err != nil {
-		return out, err
-	}
-	if out.Settled && job.Elastic {
-		return out, e.markReplaced(ctx, job, h, ws, created)
-	}
-	return out, nil
+	return out, rest, nil
 }
+
+// Run creates, deletes and marks the replaced workers, and returns the
+// indices of the workers created. The zero PodSteps do nothing.
+func (s PodSteps) Run(ctx context.Context) ([]int, error) {
+	if s.e == nil {
+		return nil, nil
+	}
+	created, err := s.e.create(ctx, s.job, s.h, s.create, s.planned)
+	if err != nil {
+		return created, err
+	}
+	if err := s.e.Delete(ctx, s.job, s.h, s.remove); err != nil {
+		return created, err
+	}
+	if s.replace {
+		return created, s.e.markReplaced(ctx, s.job, s.h, s.ws, created)
+	}
+	return created, nil
+}
+
+func (j Job) key() string { return j.Owner.Object.GetNamespace() + "/" + j.Owner.Object.GetName() }
 
 // create creates the workers of indices, of the planned ones (all the step
 // creates), in batches that start at one pod and double, as the Job
@@ -170,8 +210,7 @@ func (e *Engine) create(ctx context.Context, job Job, h Hooks, indices, planned 
 	}
 	if len(created) > 0 {
 		klog.FromContext(ctx).V(2).Info("Created workers", "indices", created)
-		key := job.Owner.Object.GetNamespace() + "/" + job.Owner.Object.GetName()
-		if ev, first := e.Steps.Created(key, job.UID, job.Generation, job.Replicas, workerNames(job, planned)); first {
+		if ev, first := e.Steps.Created(job.key(), job.UID, job.Generation, job.Replicas, workerNames(job, planned)); first {
 			h.Event(corev1.EventTypeNormal, ev.Reason, ev.Message)
 			metrics.WorkerResizes.WithLabelValues("up").Inc()
 		}
