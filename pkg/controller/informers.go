@@ -283,8 +283,8 @@ func keep(m map[string]string, keys []string) map[string]string {
 	return out
 }
 
-// trimConfigMap drops the data of ConfigMaps that no MPIJob controls: the
-// label filter lets through any ConfigMap labelled "app".
+// trimConfigMap drops the data and annotations of ConfigMaps that no MPIJob
+// controls: the label filter lets through any ConfigMap labelled "app".
 func trimConfigMap(obj any) (any, error) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
@@ -292,8 +292,7 @@ func trimConfigMap(obj any) (any, error) {
 	}
 	cm.ManagedFields = nil
 	if ref := metav1.GetControllerOf(cm); ref == nil || ref.Kind != kubeflow.Kind {
-		cm.Data = nil
-		cm.BinaryData = nil
+		cm.Data, cm.BinaryData, cm.Annotations = nil, nil, nil
 	}
 	return cm, nil
 }

@@ -106,7 +106,8 @@ func TestTrimConfigMap(t *testing.T) {
 	}
 
 	foreign := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "app-settings", Namespace: "ns", Labels: map[string]string{"app": "web"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "app-settings", Namespace: "ns", Labels: map[string]string{"app": "web"},
+			Annotations: map[string]string{"notes": "..."}},
 		Data:       map[string]string{"big": "..."},
 		BinaryData: map[string][]byte{"blob": {1, 2}},
 	}
@@ -114,8 +115,8 @@ func TestTrimConfigMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm := got.(*corev1.ConfigMap); cm.Data != nil || cm.BinaryData != nil || cm.Name != "app-settings" {
-		t.Errorf("a ConfigMap of no MPIJob keeps its data: %+v", cm)
+	if cm := got.(*corev1.ConfigMap); cm.Data != nil || cm.BinaryData != nil || cm.Annotations != nil || cm.Name != "app-settings" {
+		t.Errorf("a ConfigMap of no MPIJob keeps its data or annotations: %+v", cm)
 	}
 }
 

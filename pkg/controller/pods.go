@@ -97,11 +97,3 @@ func (c *MPIJobController) observeDiscovery(key string, ws []elastic.Worker, lis
 		}
 	}
 }
-
-func workerNames(job *kubeflow.MPIJob, indices []int) []string {
-	names := make([]string, len(indices))
-	for i, idx := range indices {
-		names[i] = workerName(job, idx)
-	}
-	return names
-}

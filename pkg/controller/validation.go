@@ -102,9 +102,31 @@ func validateReplicaSpecs(job *kubeflow.MPIJob, path *field.Path) field.ErrorLis
 		}
 		errs = append(errs, validateContainerNames(rs.Template.Spec.Containers, pod.Child("containers"))...)
 		errs = append(errs, validateContainerNames(rs.Template.Spec.InitContainers, pod.Child("initContainers"))...)
+		if rt == kubeflow.MPIReplicaTypeWorker {
+			errs = append(errs, validateWorkerAccount(job, &rs.Template.Spec, pod)...)
+		}
 	}
 	if job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher] == nil {
 		errs = append(errs, field.Required(path.Key(string(kubeflow.MPIReplicaTypeLauncher)), "an MPIJob needs exactly one launcher"))
+	}
+	return errs
+}
+
+// validateWorkerAccount refuses workers that would run as the launcher
+// account of another MPIJob of the namespace: its Role lets it exec into
+// that job's workers. (The launcher always runs as its own job's account.)
+// The CRD refuses the same at admission.
+func validateWorkerAccount(job *kubeflow.MPIJob, spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct{ name, account string }{
+		{"serviceAccountName", spec.ServiceAccountName}, {"serviceAccount", spec.DeprecatedServiceAccount},
+	} {
+		name, account := f.name, f.account
+		if strings.HasSuffix(account, launcherSuffix) && account != launcherName(job) {
+			errs = append(errs, field.Forbidden(path.Child(name), fmt.Sprintf(
+				"must not name %q: names ending in %q are the launcher accounts of MPIJobs, and only this job's own (%s) may be used",
+				account, launcherSuffix, launcherName(job))))
+		}
 	}
 	return errs
 }

@@ -91,6 +91,24 @@ func TestValidateJob(t *testing.T) {
 			modify: func(j *kubeflow.MPIJob) { j.Name = strings.Repeat("a", 63) },
 		},
 		{
+			name: "workers run as the job's own launcher account or any other",
+			modify: func(j *kubeflow.MPIJob) {
+				worker(j).Template.Spec.ServiceAccountName = j.Name + "-launcher"
+				launcher(j).Template.Spec.ServiceAccountName = "trainer"
+			},
+		},
+		{
+			name: "workers run as the launcher account of another job",
+			modify: func(j *kubeflow.MPIJob) {
+				worker(j).Template.Spec.ServiceAccountName = "other-launcher"
+				worker(j).Template.Spec.DeprecatedServiceAccount = "third-launcher"
+			},
+			wantFields: []string{
+				"spec.mpiReplicaSpecs[Worker].template.spec.serviceAccount",
+				"spec.mpiReplicaSpecs[Worker].template.spec.serviceAccountName",
+			},
+		},
+		{
 			name:       "name longer than a label value",
 			modify:     func(j *kubeflow.MPIJob) { j.Name = strings.Repeat("a", 64) },
 			wantFields: []string{"metadata.name"},

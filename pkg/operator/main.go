@@ -31,6 +31,7 @@ func (o *Options) Shared() *Options { return o }
 func (o *Options) ServeOptions(leaseName string, kube kubernetes.Interface) ServeOptions {
 	return ServeOptions{
 		MonitoringPort: o.MonitoringPort,
+		MetricsAuth:    o.MetricsAuth,
 		Profiling:      o.Profiling,
 		LeaderElect:    o.LeaderElect,
 		LockNamespace:  o.LockNamespace,

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -102,12 +103,16 @@ type MonitoringServer struct {
 	done chan struct{}
 }
 
-// StartMonitoring listens on addr and serves h in the background. Listening
-// happens before it returns, so a port in use fails the start.
-func StartMonitoring(addr string, h http.Handler) (*MonitoringServer, error) {
+// StartMonitoring listens on addr and serves h in the background, over TLS
+// with tlsConfig unless it is nil. Listening happens before it returns, so a
+// port in use fails the start.
+func StartMonitoring(addr string, h http.Handler, tlsConfig *tls.Config) (*MonitoringServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on the monitoring port: %w", err)
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
 	}
 	m := &MonitoringServer{
 		srv: &http.Server{

@@ -24,7 +24,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestMonitoringServer(t *testing.T) {
-	m, err := StartMonitoring("127.0.0.1:0", NewMonitoringHandler(&RunningController{}, false))
+	m, err := StartMonitoring("127.0.0.1:0", NewMonitoringHandler(&RunningController{}, false), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +136,12 @@ func TestRunningControllerCurrent(t *testing.T) {
 }
 
 func TestMonitoringPortInUse(t *testing.T) {
-	m, err := StartMonitoring("127.0.0.1:0", http.NotFoundHandler())
+	m, err := StartMonitoring("127.0.0.1:0", http.NotFoundHandler(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Stop()
-	if m2, err := StartMonitoring(m.Addr(), http.NotFoundHandler()); err == nil {
+	if m2, err := StartMonitoring(m.Addr(), http.NotFoundHandler(), nil); err == nil {
 		m2.Stop()
 		t.Fatal("a second server started on a port in use")
 	}

@@ -54,6 +54,9 @@ type Options struct {
 	GangSchedulerName string
 	// MonitoringPort serves /metrics and /healthz when > 0.
 	MonitoringPort int
+	// MetricsAuth says who may read the monitoring port's /metrics:
+	// MetricsAuthNone (anyone, over HTTP) or MetricsAuthKubernetes.
+	MetricsAuth string
 	// Profiling serves the Go runtime's profiles on the monitoring port
 	// and keeps heap profiling on; off, heap profiling is off too.
 	Profiling bool
@@ -79,6 +82,7 @@ func NewOptions() Options {
 		QPS:           DefaultKubeAPIQPS,
 		Burst:         DefaultKubeAPIBurst,
 		LeaderElect:   true,
+		MetricsAuth:   MetricsAuthNone,
 	}
 }
 
@@ -97,6 +101,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, gangHelp string) {
 	fs.StringVar(&o.GangSchedulerName, "gang-scheduling", o.GangSchedulerName, gangHelp)
 	fs.IntVar(&o.MonitoringPort, "monitoring-port", o.MonitoringPort,
 		"Port serving /metrics and /healthz; 0 turns the endpoint off.")
+	fs.StringVar(&o.MetricsAuth, "metrics-auth", o.MetricsAuth,
+		"Who may read /metrics (and the profiles) on the monitoring port: \"none\", anyone over plain HTTP, as the upstream operator; or \"kubernetes\", over HTTPS with a self-signed certificate, callers whose bearer token the API server authenticates and who may get the path (RBAC nonResourceURLs). /healthz stays open for probes. The manifests use \"kubernetes\".")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling,
 		"Serve the Go runtime's profiles (net/http/pprof) under /debug/pprof/ on the monitoring port. Off, heap profiling is off too, which saves memory.")
 	fs.StringVar(&o.LockNamespace, "lock-namespace", o.LockNamespace,
@@ -134,6 +140,11 @@ func (o *Options) Validate() []error {
 	}
 	if o.MonitoringPort < 0 || o.MonitoringPort > 65535 {
 		errs = append(errs, fmt.Errorf("--monitoring-port must be between 1 and 65535, or 0 to turn monitoring off; got %d", o.MonitoringPort))
+	}
+	switch o.MetricsAuth {
+	case "", MetricsAuthNone, MetricsAuthKubernetes:
+	default:
+		errs = append(errs, fmt.Errorf("--metrics-auth must be %q or %q, got %q", MetricsAuthNone, MetricsAuthKubernetes, o.MetricsAuth))
 	}
 	if o.Profiling && o.MonitoringPort == 0 {
 		errs = append(errs, errors.New("--profiling needs --monitoring-port"))

@@ -35,6 +35,7 @@ func TestOptionsFlags(t *testing.T) {
 		LockNamespace: DefaultLockNamespace,
 		QPS:           5,
 		Burst:         DefaultKubeAPIBurst,
+		MetricsAuth:   MetricsAuthNone,
 	}
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("options (-want +got):\n%s", diff)
@@ -54,6 +55,7 @@ func TestOptionsValidate(t *testing.T) {
 		Namespace:         "Team_A",
 		LeaderElect:       true,
 		GangSchedulerName: "not a name",
+		MetricsAuth:       "token",
 	}
 	got := errors.Join(bad.Validate()...).Error()
 	for _, want := range []string{
@@ -64,6 +66,7 @@ func TestOptionsValidate(t *testing.T) {
 		`--namespace "Team_A" is not a valid namespace name`,
 		"--lock-namespace must not be empty when --leader-elect is on",
 		`--gang-scheduling "not a name" is not a valid scheduler name`,
+		`--metrics-auth must be "none" or "kubernetes", got "token"`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("errors lack %q:\n%s", want, got)

@@ -13,7 +13,8 @@ import (
 // BuildRestConfig returns the client configuration: in-cluster when neither
 // kubeconfig nor master is given, otherwise from the kubeconfig (several
 // paths, separated like $PATH, are merged as kubectl does) with master
-// overriding its server. qps, burst and userAgent are applied. kubeconfigEnv
+// overriding its server. qps, burst and userAgent are applied, and every
+// request but a watch is bounded by RequestTimeout. kubeconfigEnv
 // names the environment variable that can set the kubeconfig, for the error
 // that says none was given.
 func BuildRestConfig(kubeconfig, master string, qps float32, burst int, userAgent, kubeconfigEnv string) (*rest.Config, error) {
@@ -42,6 +43,7 @@ func BuildRestConfig(kubeconfig, master string, qps float32, burst int, userAgen
 	cfg.QPS = qps
 	cfg.Burst = burst
 	cfg.UserAgent = userAgent
+	cfg.Wrap(withRequestTimeout(RequestTimeout))
 	return cfg, nil
 }
 

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"os/signal"
@@ -18,6 +19,9 @@ type ServeOptions struct {
 	// MonitoringPort serves /metrics and /healthz on every interface when
 	// greater than 0.
 	MonitoringPort int
+	// MetricsAuth is MetricsAuthNone or MetricsAuthKubernetes (then Kube
+	// reviews the callers).
+	MetricsAuth string
 	// Profiling serves the Go runtime's profiles under /debug/pprof/ on
 	// the monitoring port.
 	Profiling bool
@@ -44,11 +48,10 @@ type ServeOptions struct {
 func Serve(ctx context.Context, o ServeOptions, run func(ctx context.Context, running *RunningController) error) error {
 	running := &RunningController{}
 	if o.MonitoringPort > 0 {
-		mon, err := StartMonitoring(fmt.Sprintf(":%d", o.MonitoringPort), NewMonitoringHandler(running, o.Profiling))
+		mon, err := startMonitoring(o, running)
 		if err != nil {
 			return err
 		}
-		klog.InfoS("Serving /metrics and /healthz", "address", mon.Addr())
 		defer mon.Stop()
 	}
 
@@ -90,4 +93,27 @@ func SignalContext(parent context.Context) (ctx context.Context, stop context.Ca
 		}
 	}()
 	return ctx, cancel
+}
+
+// startMonitoring starts the monitoring port as o says.
+func startMonitoring(o ServeOptions, running *RunningController) (*MonitoringServer, error) {
+	h := NewMonitoringHandler(running, o.Profiling)
+	var tlsConfig *tls.Config
+	if o.MetricsAuth == MetricsAuthKubernetes {
+		var err error
+		if tlsConfig, err = selfSignedTLS(); err != nil {
+			return nil, fmt.Errorf("making the monitoring port's certificate: %w", err)
+		}
+		h = RequireKubernetesAuth(h, o.Kube)
+	}
+	mon, err := StartMonitoring(fmt.Sprintf(":%d", o.MonitoringPort), h, tlsConfig)
+	if err != nil {
+		return nil, err
+	}
+	if tlsConfig != nil {
+		klog.InfoS("Serving /metrics and /healthz over HTTPS; /metrics to callers the API server authorizes", "address", mon.Addr())
+	} else {
+		klog.InfoS("Serving /metrics and /healthz", "address", mon.Addr())
+	}
+	return mon, nil
 }

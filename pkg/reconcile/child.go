@@ -103,13 +103,47 @@ func create[T metav1.Object](ctx context.Context, owner Owner, ch Child[T], want
 	}
 	if apierrors.IsAlreadyExists(err) {
 		// Either the cache has yet to show the owner's own object, and the
-		// retry compares it, or the object was never the owner's and lacks
-		// the label the informer selects by.
-		if live, getErr := ch.Fetch(ctx, want.GetNamespace(), want.GetName()); getErr == nil && !owner.controls(live) {
+		// retry compares it; or the object is the owner's but lost the
+		// labels the informer selects by, and gets them back; or it was
+		// never the owner's.
+		live, getErr := ch.Fetch(ctx, want.GetNamespace(), want.GetName())
+		switch {
+		case getErr != nil:
+		case !owner.controls(live):
 			return want, NewForeignError(owner, ch.Kind, want.GetName())
+		case Relabel(live, want.GetLabels()):
+			adopted, err := ch.Update(ctx, live)
+			if err != nil {
+				return want, fmt.Errorf("restoring the labels of %s %s: %w", ch.Kind, want.GetName(), err)
+			}
+			klog.FromContext(ctx).Info("Restored the labels of a child the informer could not see", "kind", ch.Kind, "name", want.GetName())
+			return update(ctx, ch, adopted, want)
 		}
 	}
 	return want, fmt.Errorf("creating %s %s: %w", ch.Kind, want.GetName(), err)
+}
+
+// Relabel gives obj, an object read live, every label of labels it lacks
+// or holds with another value, and tells whether it changed any. The
+// informers see a job's children through their labels: a child whose labels
+// a user or a mutating policy took away is found only by the create that
+// fails, and is adopted back by its owner through them.
+func Relabel(obj metav1.Object, labels map[string]string) bool {
+	have := obj.GetLabels()
+	changed := false
+	for k, v := range labels {
+		if cur, ok := have[k]; !ok || cur != v {
+			if have == nil {
+				have = make(map[string]string, len(labels))
+			}
+			have[k] = v
+			changed = true
+		}
+	}
+	if changed {
+		obj.SetLabels(have)
+	}
+	return changed
 }
 
 // update writes what the controller owns of want into cur, if it differs.

@@ -125,6 +125,9 @@ func TestEnsure(t *testing.T) {
 		// must hold for it.
 		wantErr string
 		isErr   func(error) bool
+		// labels are those of the wanted object; wantLabels, if set, those
+		// the server holds after Ensure.
+		labels, wantLabels map[string]string
 	}{
 		{
 			name:       "absent: created",
@@ -189,6 +192,40 @@ func TestEnsure(t *testing.T) {
 			isErr:      func(err error) bool { return apierrors.IsAlreadyExists(err) && !errors.Is(err, ErrResourceExists) },
 		},
 		{
+			name: "owned, its labels taken away: relabelled, adopted and brought in line",
+			prepare: func(w *childWorld) {
+				w.existing(configMap(&testOwner, map[string]string{"hostfile": "old"}), false)
+			},
+			labels:     map[string]string{"app": "pi"},
+			wantWrites: []string{"create pi-config", "update pi-config", "update pi-config"},
+			wantRV:     "updated", wantData: wantData,
+			wantLabels: map[string]string{"app": "pi"},
+		},
+		{
+			name: "owned, its labels taken away, the relabelling refused: an error",
+			prepare: func(w *childWorld) {
+				w.existing(configMap(&testOwner, nil), false)
+				w.updateErr = apierrors.NewForbidden(configMaps, "pi-config", errors.New("policy"))
+			},
+			labels:     map[string]string{"app": "pi"},
+			wantWrites: []string{"create pi-config", "update pi-config"},
+			wantData:   wantData,
+			wantErr:    "restoring the labels of ConfigMap pi-config: ",
+			isErr:      apierrors.IsForbidden,
+		},
+		{
+			name: "not owned, labelled like a child: never written",
+			prepare: func(w *childWorld) {
+				cm := configMap(nil, nil)
+				w.existing(cm, false)
+			},
+			labels:     map[string]string{"app": "pi"},
+			wantWrites: []string{"create pi-config"},
+			wantData:   wantData,
+			wantErr:    "not managed by MPIJob pi",
+			isErr:      func(err error) bool { return errors.Is(err, ErrResourceExists) },
+		},
+		{
 			name: "exists and cannot be fetched: the create's error",
 			prepare: func(w *childWorld) {
 				w.existing(configMap(nil, nil), false)
@@ -234,8 +271,13 @@ func TestEnsure(t *testing.T) {
 			w := newChildWorld()
 			tc.prepare(w)
 			_, ctx := ktesting.NewTestContext(t)
-			got, err := Ensure(ctx, testOwner, w.child(), configMap(&testOwner, wantData))
+			want := configMap(&testOwner, wantData)
+			want.Labels = tc.labels
+			got, err := Ensure(ctx, testOwner, w.child(), want)
 			checkErr(t, err, tc.wantErr, tc.isErr)
+			if tc.wantLabels != nil && !maps.Equal(w.server["pi-config"].Labels, tc.wantLabels) {
+				t.Errorf("labels on the server %v, want %v", w.server["pi-config"].Labels, tc.wantLabels)
+			}
 			if diff := cmp.Diff(tc.wantWrites, w.writes); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
 			}

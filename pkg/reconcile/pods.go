@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
 )
 
 // PodWrites creates, annotates and deletes the pods of jobs. Each write
@@ -52,11 +53,34 @@ func (w *PodWrites) Create(ctx context.Context, owner Owner, pod *corev1.Pod) (*
 	w.Expectations.ObserveCreate(key, pod.Name)
 	if apierrors.IsAlreadyExists(err) {
 		live, getErr := w.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if getErr == nil && !metav1.IsControlledBy(live, owner.Object) {
+		switch {
+		case getErr != nil:
+		case !metav1.IsControlledBy(live, owner.Object):
 			return nil, NewForeignError(owner, "Pod", pod.Name)
+		case Relabel(live, pod.Labels):
+			return w.adopt(ctx, key, live)
 		}
 	}
 	return nil, fmt.Errorf("creating pod %s: %w", pod.Name, err)
+}
+
+// adopt gives back to pod, one of the owner's that lost its labels, the
+// labels it was created with (Relabel set them), so that the pod informer
+// shows it again; the sync waits for that as for a creation.
+func (w *PodWrites) adopt(ctx context.Context, key string, pod *corev1.Pod) (*corev1.Pod, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels": pod.Labels, "resourceVersion": pod.ResourceVersion}})
+	if err != nil {
+		return nil, err
+	}
+	w.Expectations.ExpectCreate(key, pod.Name)
+	patched, err := w.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		w.Expectations.ObserveCreate(key, pod.Name)
+		return nil, fmt.Errorf("restoring the labels of pod %s: %w", pod.Name, err)
+	}
+	klog.FromContext(ctx).Info("Restored the labels of a pod the informer could not see", "pod", klog.KObj(patched))
+	return patched, nil
 }
 
 // Annotate sets one annotation of one of the owner's pods. A pod that is

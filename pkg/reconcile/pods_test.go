@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,43 @@ func TestPodWritesCreate(t *testing.T) {
 	var fe *ForeignError
 	if !errors.As(err, &fe) || fe.Name != "job-worker-1" {
 		t.Errorf("creating over a foreign pod: %v, want a ForeignError naming it", err)
+	}
+	if !w.Expectations.Satisfied("ns/job") {
+		t.Error("a failed create left an expectation")
+	}
+}
+
+// TestPodWritesCreateAdoptsStrippedPod: a pod of the owner's that lost its
+// labels is out of the pod informer's sight; the create that finds it gives
+// the labels back, and the sync waits to see it as it waits for a creation.
+func TestPodWritesCreateAdoptsStrippedPod(t *testing.T) {
+	stripped := ownedPod("job-worker-0", "w0")
+	stripped.Labels = map[string]string{"kept": "yes"}
+	w, client := podWritesFixture(t, []runtime.Object{stripped})
+	want := ownedPod("job-worker-0", "")
+	want.Labels = map[string]string{"training.kubeflow.org/job-name": "job", "training.kubeflow.org/job-role": "worker"}
+
+	got, err := w.Create(context.Background(), testPodOwner(), want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := client.CoreV1().Pods("ns").Get(context.Background(), "job-worker-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{"kept": "yes", "training.kubeflow.org/job-name": "job", "training.kubeflow.org/job-role": "worker"}
+	if !maps.Equal(live.Labels, wantLabels) || !maps.Equal(got.Labels, wantLabels) {
+		t.Errorf("labels %v on the server, %v returned; want %v", live.Labels, got.Labels, wantLabels)
+	}
+	if w.Expectations.Satisfied("ns/job") {
+		t.Error("an adopted pod the cache does not show yet satisfies the expectations")
+	}
+
+	// One that has its labels is a pod the cache has yet to show: the
+	// create's error, for a retry.
+	w.Expectations.ObserveCreate("ns/job", "job-worker-0")
+	if _, err := w.Create(context.Background(), testPodOwner(), want); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("creating over an own labelled pod: %v, want AlreadyExists", err)
 	}
 	if !w.Expectations.Satisfied("ns/job") {
 		t.Error("a failed create left an expectation")

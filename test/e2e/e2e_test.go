@@ -238,6 +238,8 @@ func (s *suite) install(t *testing.T) {
 			operatorNamespace, crb.RoleRef, crb.Subjects)
 	}
 
+	checkAccess(t)
+
 	// The Deployment's pod is admitted and "runs" (kwok runs no code). Scale
 	// both Deployments to zero: the operator under test is a local process.
 	mustKubectl(t, "rollout", "status", "deployment/mpi-operator", "-n", operatorNamespace, "--timeout=60s")

@@ -235,3 +235,69 @@ func TestForeignObjectWithoutLabelIsReported(t *testing.T) {
 		t.Errorf("%d requests in the second half-minute, want at most 8: the retries do not back off", late)
 	}
 }
+
+// stripLabels takes every label off an object of resource in ns.
+func stripLabels(t *testing.T, resource, ns, name string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"labels":null}}`)
+	var err error
+	switch resource {
+	case "configmaps":
+		_, err = env.kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+	case "pods":
+		_, err = env.kube.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+	default:
+		t.Fatalf("stripLabels: no client for %s", resource)
+	}
+	if err != nil {
+		t.Fatalf("stripping the labels of %s %s: %v", resource, name, err)
+	}
+}
+
+// TestStrippedChildIsAdopted: a user or a mutating policy takes every label
+// off a running job's ConfigMap and off one of its workers. The label-filtered
+// informers lose sight of both; the create that finds each gives its labels
+// back, the same objects stay (no worker is recreated), the job is never
+// Blocked, and it scales on as before.
+func TestStrippedChildIsAdopted(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, controller.Config{Namespace: ns})
+	createJob(t, newJob(ns, "bare", 2))
+	for _, w := range namesOf("bare", 0, 1) {
+		waitForRunning(t, ns, w)
+	}
+	waitForHosts(t, ns, "bare", hostsOf("bare", 0, 1)...)
+	worker, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), "bare-worker-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stripLabels(t, "configmaps", ns, "bare-config")
+	stripLabels(t, "pods", ns, "bare-worker-1")
+	waitFor(t, "the ConfigMap and the worker to get their labels back", func() (bool, error) {
+		cm, err := env.kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "bare-config", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		pod, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), "bare-worker-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return cm.Labels["app"] == "bare" && pod.Labels["mpi-job-role"] == "worker", nil
+	})
+	pod, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), "bare-worker-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.UID != worker.UID {
+		t.Errorf("worker 1 was replaced (uid %s, was %s), want the same pod adopted", pod.UID, worker.UID)
+	}
+	waitForHosts(t, ns, "bare", hostsOf("bare", 0, 1)...)
+	if c := condition(getJob(t, ns, "bare"), conditionBlocked); c != nil && c.Status == corev1.ConditionTrue {
+		t.Errorf("job Blocked after its children lost their labels: %s", c.Message)
+	}
+
+	scaleWorkers(t, ns, "bare", 3)
+	waitForRunning(t, ns, "bare-worker-2")
+	waitForHosts(t, ns, "bare", hostsOf("bare", 0, 1, 2)...)
+}

@@ -177,6 +177,13 @@ func TestMalformedJobs(t *testing.T) {
 		{"duplicate-worker-containers", func(o rawJob) { o.addContainers("Worker", "containers", "worker") },
 			"spec.mpiReplicaSpecs.Worker.template.spec.containers[1]"},
 
+		// The workers' account: never another job's launcher account, whose
+		// Role may exec into that job's workers.
+		{"worker-as-another-launcher", func(o rawJob) { o.pod("Worker")["serviceAccountName"] = "victim-launcher" },
+			"spec.mpiReplicaSpecs.Worker.template.spec.serviceAccountName"},
+		{"worker-deprecated-account-of-another-launcher", func(o rawJob) { o.pod("Worker")["serviceAccount"] = "victim-launcher" },
+			"spec.mpiReplicaSpecs.Worker.template.spec.serviceAccountName"},
+
 		// mainContainer, which kubectl exec enters in each worker.
 		{"main-container-unknown", func(o rawJob) { o.spec()["mainContainer"] = "trainer" }, "spec.mainContainer"},
 		{"main-container-of-the-launcher", func(o rawJob) { o.spec()["mainContainer"] = "launcher" }, "spec.mainContainer"},
@@ -259,9 +266,11 @@ func TestMalformedJobs(t *testing.T) {
 		t.Errorf("%d malformed jobs were stored, the first %s", len(jobs.Items), jobs.Items[0].Name)
 	}
 
-	// The controller still serves good jobs.
+	// The controller still serves good jobs; its workers may run as an
+	// account of the user's, or as its own launcher's.
 	good := newJob(ns, "good", 1)
 	good.Spec.MainContainer = "worker"
+	good.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Template.Spec.ServiceAccountName = "good-launcher"
 	createJob(t, good)
 	waitForHosts(t, ns, "good", "good-worker-0:1")
 	waitForRunning(t, ns, "good-launcher")

@@ -163,8 +163,9 @@ func (c *Cluster) KubectlRun(ctx context.Context, args ...string) error {
 }
 
 // InstallOperator installs the CRD and the operator's ClusterRole from the
-// API's manifests, binds the role (ClusterRoleBinding bindingName) to the
-// ServiceAccount OperatorNamespace/OperatorSA, and writes a kubeconfig with a
+// API's manifests, and its Lease's Role in OperatorNamespace, binds both
+// roles (bindings bindingName) to the ServiceAccount
+// OperatorNamespace/OperatorSA, and writes a kubeconfig with a
 // token of that ServiceAccount to <Dir>/operator.kubeconfig.
 func (c *Cluster) InstallOperator(ctx context.Context, api API, bindingName string) error {
 	// Server-side: the CRD is too large for the last-applied annotation of
@@ -186,6 +187,18 @@ func (c *Cluster) InstallOperator(ctx context.Context, api API, bindingName stri
 	}
 	_, err = c.Kube.CoreV1().ServiceAccounts(OperatorNamespace).Create(ctx,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: OperatorSA}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	// The Lease's Role, in the operator's namespace.
+	if err := c.KubectlRun(ctx, "apply", "-n", OperatorNamespace, "-f", filepath.Join(api.Manifests, "role.yaml")); err != nil {
+		return err
+	}
+	_, err = c.Kube.RbacV1().RoleBindings(OperatorNamespace).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: bindingName},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "mpi-operator"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: OperatorSA, Namespace: OperatorNamespace}},
+	}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}

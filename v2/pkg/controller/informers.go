@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -185,14 +187,62 @@ func dropManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
-// trimChild drops, besides the field managers, a Secret's data: the
-// controller only checks that a job's SSH Secret exists and is the job's,
-// and private keys have no business in its memory.
+// trimChild keeps of an "app"-labelled object what the controller reads.
+// Every namespace's tenants may label their objects "app", and a ConfigMap
+// may hold a MiB: so an object that no MPIJob controls keeps only what tells
+// that it is in the way of a child (its name, identity, controller and
+// labels); a Secret keeps no data, as the controller only checks that a
+// job's SSH Secret exists and is the job's, and private keys have no
+// business in its memory; an EndpointSlice keeps, of each endpoint, the pod
+// it names and the host name it gives it. The field managers go from all.
 func trimChild(obj any) (any, error) {
-	if s, ok := obj.(*corev1.Secret); ok {
-		s.Data, s.StringData = nil, nil
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		o.Data, o.StringData = nil, nil
+	case *discoveryv1.EndpointSlice:
+		trimSlice(o)
+		return dropManagedFields(o)
+	}
+	if m, ok := obj.(metav1.Object); ok && !controlledByAJob(m) {
+		trimForeign(obj)
 	}
 	return dropManagedFields(obj)
+}
+
+// controlledByAJob tells whether an MPIJob (of any version) controls m.
+func controlledByAJob(m metav1.Object) bool {
+	ref := metav1.GetControllerOf(m)
+	return ref != nil && ref.Kind == v2beta1.Kind && strings.HasPrefix(ref.APIVersion, v2beta1.GroupName+"/")
+}
+
+// trimForeign empties an object that no job controls down to its metadata,
+// and of that drops the annotations.
+func trimForeign(obj any) {
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		o.Data, o.BinaryData = nil, nil
+	case *corev1.Service:
+		o.Spec, o.Status = corev1.ServiceSpec{}, corev1.ServiceStatus{}
+	case *batchv1.Job:
+		o.Spec, o.Status = batchv1.JobSpec{}, batchv1.JobStatus{}
+	case *corev1.Secret:
+	default:
+		return
+	}
+	obj.(metav1.Object).SetAnnotations(nil)
+}
+
+// trimSlice keeps of an EndpointSlice its labels (the job and the Service)
+// and, of each endpoint, the host name and the pod it names.
+func trimSlice(s *discoveryv1.EndpointSlice) {
+	s.Annotations, s.Ports = nil, nil
+	for i, ep := range s.Endpoints {
+		kept := discoveryv1.Endpoint{Hostname: ep.Hostname}
+		if ep.TargetRef != nil {
+			kept.TargetRef = &corev1.ObjectReference{Kind: ep.TargetRef.Kind, UID: ep.TargetRef.UID}
+		}
+		s.Endpoints[i] = kept
+	}
 }
 
 // trimOtherPod keeps, of a pod the operator does not label, what tells

@@ -4,9 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
@@ -67,24 +64,5 @@ func TestValidateJob(t *testing.T) {
 				t.Errorf("first error on %q, want %q (all: %v)", got, tc.want, errs)
 			}
 		})
-	}
-}
-
-func TestTransforms(t *testing.T) {
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "job-ssh", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
-		Data: map[string][]byte{"ssh-privatekey": []byte("key")}}
-	out, _ := trimChild(secret)
-	if s := out.(*corev1.Secret); s.Data != nil || s.ManagedFields != nil {
-		t.Errorf("trimmed Secret keeps %v, %v", s.Data, s.ManagedFields)
-	}
-	ctl := true
-	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-		Name: "p", Namespace: "ns", UID: "u", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
-		OwnerReferences: []metav1.OwnerReference{{Name: "other"}, {Name: "rs", Controller: &ctl}},
-	}}
-	trimmed, _ := trimOtherPod(m)
-	got := trimmed.(*metav1.PartialObjectMetadata)
-	if got.Labels != nil || got.Annotations != nil || len(got.OwnerReferences) != 1 || got.OwnerReferences[0].Name != "rs" || got.UID != "u" {
-		t.Errorf("trimmed pod metadata %+v", got.ObjectMeta)
 	}
 }

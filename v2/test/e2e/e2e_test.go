@@ -44,6 +44,7 @@ func TestE2E(t *testing.T) {
 	}{
 		{"Install", install},
 		{"StartOperator", func(t *testing.T) { op = startUpstreamArgs(t) }},
+		{"TenantObjects", func(t *testing.T) { checkTenantObjectsCostLittle(t, op) }},
 		{"Pi", createPi},
 		{"Elastic", createElastic},
 		{"Scale", scaleElastic},
@@ -69,6 +70,7 @@ func install(t *testing.T) {
 	if out := must(t, "api-resources", "--api-group=kubeflow.org", "-o", "wide"); !strings.Contains(out, "v2beta1") {
 		t.Errorf("kubectl api-resources does not list kubeflow.org/v2beta1:\n%s", out)
 	}
+	checkAccess(t)
 	must(t, "rollout", "status", "deployment/mpi-operator", "-n", "mpi-operator", "--timeout=60s")
 	must(t, "scale", "deployment/mpi-operator", "-n", "mpi-operator", "--replicas=0")
 }

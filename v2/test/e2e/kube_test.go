@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubeflow/mpi-operator/test/testcluster"
 )
 
 // ---------------------------------------------------------------------------
@@ -144,6 +145,10 @@ func waitCRD(t *testing.T) {
 type operatorProcess struct {
 	cmd     *exec.Cmd
 	logPath string
+	// token, when set, is what a scraper allowed to read /metrics sends,
+	// over HTTPS: the process serves its monitoring port as the manifests
+	// ask (--metrics-auth=kubernetes).
+	token   string
 	done    chan struct{} // closed when it has exited
 	code    int
 	waitErr error
@@ -178,6 +183,9 @@ func startOperatorProcess(t *testing.T, logName, kubeconfig string, args ...stri
 	}
 	_ = os.WriteFile(pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 	p := &operatorProcess{cmd: cmd, logPath: logPath, done: make(chan struct{}), code: -1}
+	if slices.Contains(args, "--metrics-auth=kubernetes") {
+		p.token = scraperToken(t)
+	}
 	go func() {
 		p.waitErr = cmd.Wait()
 		p.code = cmd.ProcessState.ExitCode()
@@ -289,16 +297,14 @@ func stopLeftOperator() {
 	}
 }
 
-// monitoring fetches a path of the operator's monitoring endpoint.
+// monitoring fetches a path of the operator's monitoring endpoint: over
+// HTTPS with the scraper's token when the running operator asks for one.
 func monitoring(path string) (int, string, error) {
-	client := http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d%s", monitoringPort, path))
-	if err != nil {
-		return 0, "", err
+	scheme, token := "http", ""
+	if running != nil && running.token != "" {
+		scheme, token = "https", running.token
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
+	return testcluster.Scrape(fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, monitoringPort, path), token)
 }
 
 // sample is the value of a metric's series whose name and labels, as
@@ -359,4 +365,19 @@ func stopOperator(t *testing.T, p *operatorProcess, limit time.Duration) {
 	if lines := p.problems(); len(lines) > 0 {
 		t.Errorf("the log %s shows errors:\n%s", p.logPath, strings.Join(lines, "\n"))
 	}
+}
+
+// scraperToken is a token of the ServiceAccount default/metrics-scraper,
+// bound to the manifests' ClusterRole mpi-operator-metrics-reader, as a
+// Prometheus would be.
+func scraperToken(t *testing.T) string {
+	t.Helper()
+	if _, err := kubectl("create", "serviceaccount", "metrics-scraper", "-n", "default"); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	if _, err := kubectl("create", "clusterrolebinding", "metrics-scraper", "--clusterrole=mpi-operator-metrics-reader",
+		"--serviceaccount=default:metrics-scraper"); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(must(t, "create", "token", "metrics-scraper", "-n", "default"))
 }

@@ -537,3 +537,75 @@ func TestRestartMidScale(t *testing.T) {
 	}
 	h.checkWorkerOrder("restart")
 }
+
+// TestStrippedChildIsAdopted: a user or a mutating policy takes every label
+// off a running job's files, Service, SSH Secret and one of its workers. The
+// label-filtered informers lose sight of them; the create that finds each
+// gives its labels back, the same objects stay (no worker is recreated, the
+// SSH key is kept), the job is never Blocked, and it goes on listing both
+// workers.
+func TestStrippedChildIsAdopted(t *testing.T) {
+	t.Parallel()
+	ns := jobNamespace(t)
+	startController(t, ns, nil)
+	ctx := context.Background()
+	createJob(t, validJob(ns, "bare", 2))
+	runningWorkers(t, ns, "bare", 2)
+	before := uids(t, ns)
+
+	core := suite.kube.CoreV1()
+	strip := []byte(`{"metadata":{"labels":null}}`)
+	patches := map[string]func() error{
+		"ConfigMap/bare-config": func() error {
+			_, err := core.ConfigMaps(ns).Patch(ctx, "bare-config", types.MergePatchType, strip, metav1.PatchOptions{})
+			return err
+		},
+		"Service/bare": func() error {
+			_, err := core.Services(ns).Patch(ctx, "bare", types.MergePatchType, strip, metav1.PatchOptions{})
+			return err
+		},
+		"Secret/bare-ssh": func() error {
+			_, err := core.Secrets(ns).Patch(ctx, "bare-ssh", types.MergePatchType, strip, metav1.PatchOptions{})
+			return err
+		},
+		"Pod/bare-worker-1": func() error {
+			_, err := core.Pods(ns).Patch(ctx, "bare-worker-1", types.MergePatchType, strip, metav1.PatchOptions{})
+			return err
+		},
+	}
+	for what, patch := range patches {
+		if err := patch(); err != nil {
+			t.Fatalf("stripping the labels of %s: %v", what, err)
+		}
+	}
+	eventually(t, "every stripped child to get its labels back", func() (bool, error) {
+		cm, err := core.ConfigMaps(ns).Get(ctx, "bare-config", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		svc, err := core.Services(ns).Get(ctx, "bare", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		secret, err := core.Secrets(ns).Get(ctx, "bare-ssh", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		pod, err := core.Pods(ns).Get(ctx, "bare-worker-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return cm.Labels["app"] == "bare" && svc.Labels["app"] == "bare" && secret.Labels["app"] == "bare" &&
+			sameLabels(pod.Labels, podLabelsOf("bare", "worker")), nil
+	})
+	after := uids(t, ns)
+	for what := range patches {
+		if before[what] == "" || after[what] != before[what] {
+			t.Errorf("%s was replaced (uid %q, was %q), want the same object adopted", what, after[what], before[what])
+		}
+	}
+	runningWorkers(t, ns, "bare", 2)
+	if c := jobCondition(getJob(t, ns, "bare"), "Blocked"); c != nil && c.Status == corev1.ConditionTrue {
+		t.Errorf("job Blocked after its children lost their labels: %s", c.Message)
+	}
+}

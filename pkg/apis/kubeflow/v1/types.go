@@ -28,6 +28,7 @@ const (
 // +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.replicaStatuses.Worker.active`,description="Running worker pods"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be no more than 63 characters: it is used as a label value"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.mpiReplicaSpecs) || !has(self.spec.mpiReplicaSpecs.Worker) || !has(self.spec.mpiReplicaSpecs.Worker.template) || !has(self.spec.mpiReplicaSpecs.Worker.template.spec) || ((!has(self.spec.mpiReplicaSpecs.Worker.template.spec.serviceAccountName) || !self.spec.mpiReplicaSpecs.Worker.template.spec.serviceAccountName.endsWith('-launcher') || self.spec.mpiReplicaSpecs.Worker.template.spec.serviceAccountName == self.metadata.name + '-launcher') && (!has(self.spec.mpiReplicaSpecs.Worker.template.spec.serviceAccount) || !self.spec.mpiReplicaSpecs.Worker.template.spec.serviceAccount.endsWith('-launcher') || self.spec.mpiReplicaSpecs.Worker.template.spec.serviceAccount == self.metadata.name + '-launcher'))",message="must not end in -launcher (nor may serviceAccount) unless it is this job's own <name>-launcher: such names are the launcher accounts of MPIJobs, which may exec into their jobs' workers",fieldPath=".spec.mpiReplicaSpecs.Worker.template.spec.serviceAccountName"
 type MPIJob struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -431,6 +431,7 @@ class V1ReplicaStatus(Model):
 # The CRD's admission rules: (the field they judge, the API server's message).
 VALIDATION_MESSAGES: List[tuple] = [
     ('<root>', 'metadata.name must be no more than 63 characters: it is used as a label value'),
+    ('spec.mpiReplicaSpecs.Worker.template.spec.serviceAccountName', "must not end in -launcher (nor may serviceAccount) unless it is this job's own <name>-launcher: such names are the launcher accounts of MPIJobs, which may exec into their jobs' workers"),
     ('spec', 'spec.mpiReplicaSpecs.Launcher is required: an MPIJob needs exactly one launcher'),
     ('spec', 'spec.mpiReplicaSpecs.Launcher.replicas must be 1'),
     ('spec', "spec.mpiReplicaSpecs.Launcher.template.spec.containers must hold the launcher's container"),

@@ -1,0 +1,64 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestTransforms(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "job-ssh", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		Data: map[string][]byte{"ssh-privatekey": []byte("key")}}
+	out, _ := trimChild(secret)
+	if s := out.(*corev1.Secret); s.Data != nil || s.ManagedFields != nil {
+		t.Errorf("trimmed Secret keeps %v, %v", s.Data, s.ManagedFields)
+	}
+	ctl := true
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name: "p", Namespace: "ns", UID: "u", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
+		OwnerReferences: []metav1.OwnerReference{{Name: "other"}, {Name: "rs", Controller: &ctl}},
+	}}
+	// Of the "app"-labelled objects, a job's children keep what the
+	// controller reads; a tenant's keep their metadata only.
+	jobRef := metav1.OwnerReference{APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob", Name: "pi", UID: "pi-uid", Controller: &ctl}
+	files := map[string]string{"hostfile": "pi-worker-0 slots=1\n"}
+	owned := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pi-config", OwnerReferences: []metav1.OwnerReference{jobRef}}, Data: files}
+	if out, _ := trimChild(owned.DeepCopy()); !cmp.Equal(out, owned) {
+		t.Errorf("a job's ConfigMap was trimmed: %s", cmp.Diff(owned, out))
+	}
+	tenant := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big", Labels: map[string]string{"app": "web"},
+		Annotations: map[string]string{"note": "x"}}, Data: map[string]string{"blob": strings.Repeat("x", 1<<20)}}
+	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big", Labels: map[string]string{"app": "web"}}}
+	if out, _ := trimChild(tenant); !cmp.Equal(out, want) {
+		t.Errorf("a tenant's ConfigMap keeps more than its metadata: %s", cmp.Diff(want, out))
+	}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "etl"}, Spec: batchv1.JobSpec{Parallelism: ptr[int32](3)}}
+	if out, _ := trimChild(job); !cmp.Equal(out, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "etl"}}) {
+		t.Errorf("a tenant's Job keeps its spec: %+v", out)
+	}
+	host := "pi-worker-0"
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "pi-x", Labels: map[string]string{"app": "pi"}, Annotations: map[string]string{"a": "b"}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Hostname: &host,
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: host, Namespace: "ns", UID: "w0"}}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr("ssh")}},
+	}
+	wantSlice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "pi-x", Labels: map[string]string{"app": "pi"}},
+		Endpoints:  []discoveryv1.Endpoint{{Hostname: &host, TargetRef: &corev1.ObjectReference{Kind: "Pod", UID: "w0"}}},
+	}
+	if out, _ := trimChild(slice); !cmp.Equal(out, wantSlice) {
+		t.Errorf("trimmed EndpointSlice: %s", cmp.Diff(wantSlice, out))
+	}
+
+	trimmed, _ := trimOtherPod(m)
+	got := trimmed.(*metav1.PartialObjectMetadata)
+	if got.Labels != nil || got.Annotations != nil || len(got.OwnerReferences) != 1 || got.OwnerReferences[0].Name != "rs" || got.UID != "u" {
+		t.Errorf("trimmed pod metadata %+v", got.ObjectMeta)
+	}
+}

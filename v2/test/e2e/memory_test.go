@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const (
+	// tenantObjects of each kind are created, labelled "app" as the
+	// operator's children are.
+	tenantObjects = 150
+	// maxTenantGrowth bounds the operator's RSS growth while they come.
+	maxTenantGrowth = 48 << 20
+)
+
+// checkTenantObjectsCostLittle creates, in a namespace of a tenant's,
+// ConfigMaps of 900 KiB, Services with 200 KiB of annotations and suspended
+// Jobs of 800 KiB, all labelled "app" like the operator's children, and
+// checks that the operator's memory grows by less than maxTenantGrowth: its
+// caches keep only the metadata of the objects no MPIJob controls.
+func checkTenantObjectsCostLittle(t *testing.T, op *operatorProcess) {
+	config, err := clientcmd.BuildConfigFromFlags("", suite.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config.QPS, config.Burst = 100, 100
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "tenant-objects"
+	t.Cleanup(func() { _, _ = kubectl("delete", "namespace", ns, "--wait=false") })
+	waitNamespace(t, ns)
+
+	pid := op.cmd.Process.Pid
+	before := rss(t, pid)
+	peak := before
+	stop := make(chan struct{})
+	var sampled sync.WaitGroup
+	sampled.Go(func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				peak = max(peak, rss(t, pid))
+			}
+		}
+	})
+
+	ctx := context.Background()
+	blob := strings.Repeat("x", 900<<10)
+	note := strings.Repeat("y", 200<<10)
+	env := strings.Repeat("z", 600<<10)
+	suspend := true
+	create := func(i int) error {
+		meta := func(kind string) metav1.ObjectMeta {
+			return metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", kind, i), Labels: map[string]string{"app": fmt.Sprintf("web-%d", i)},
+				Annotations: map[string]string{"note": note}}
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: meta("config"), Data: map[string]string{"blob": blob}}
+		cm.Annotations = nil
+		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		svc := &corev1.Service{ObjectMeta: meta("svc"), Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+		if _, err := kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		job := &batchv1.Job{ObjectMeta: meta("job"), Spec: batchv1.JobSpec{
+			Suspend: &suspend,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "etl", Image: "busybox", Env: []corev1.EnvVar{{Name: "BLOB", Value: env}}}}}},
+		}}
+		_, err := kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+		return err
+	}
+	start := time.Now()
+	errs := make(chan error, tenantObjects)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				if err := create(i); err != nil {
+					errs <- fmt.Errorf("tenant objects %d: %w", i, err)
+				}
+			}
+		})
+	}
+	for i := range tenantObjects {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// Let the watch events reach the operator and its garbage be collected.
+	time.Sleep(15 * time.Second)
+	close(stop)
+	sampled.Wait()
+	after := rss(t, pid)
+	t.Logf("%d ConfigMaps of 900 KiB, Services and Jobs created in %v; operator RSS %.1f MiB before, %.1f MiB after, peak %.1f MiB",
+		tenantObjects, time.Since(start).Round(time.Second), mib(before), mib(after), mib(peak))
+	if growth := peak - before; growth >= maxTenantGrowth {
+		t.Errorf("the operator's RSS grew by %.1f MiB for a tenant's objects, want less than %d MiB", mib(growth), maxTenantGrowth>>20)
+	}
+	if op.exited() {
+		t.Fatalf("the operator exited: %s", op.status())
+	}
+}
+
+// rss is the resident set of process pid, in bytes.
+func rss(t *testing.T, pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Errorf("reading the operator's memory: %v", err)
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Errorf("VmRSS %q: %v", v, err)
+			}
+			return kib << 10
+		}
+	}
+	return 0
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
