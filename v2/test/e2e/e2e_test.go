@@ -71,6 +71,7 @@ func install(t *testing.T) {
 		t.Errorf("kubectl api-resources does not list kubeflow.org/v2beta1:\n%s", out)
 	}
 	checkAccess(t)
+	checkPodIdentity(t)
 	must(t, "rollout", "status", "deployment/mpi-operator", "-n", "mpi-operator", "--timeout=60s")
 	must(t, "scale", "deployment/mpi-operator", "-n", "mpi-operator", "--replicas=0")
 }

@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kubeflow/mpi-operator/test/testcluster"
@@ -70,4 +74,50 @@ func checkAccess(t *testing.T) {
 func check(t *testing.T, who testcluster.Subject, cells []testcluster.Access) {
 	t.Helper()
 	testcluster.ExpectAccess(t, suite.kubeconfig, who, cells)
+}
+
+// checkPodIdentity: a tenant allowed to create pods (Kubernetes' edit role)
+// cannot give one the labels that put it behind a job's Service, under a
+// worker's host name, neither at creation nor later; the same pod without
+// them is admitted. The operator's own workers and the Job controller's
+// launcher pods are admitted throughout the rest of the suite.
+func checkPodIdentity(t *testing.T) {
+	const ns = "impostor"
+	waitNamespace(t, ns)
+	must(t, "create", "rolebinding", "mallory", "--clusterrole=edit", "--user=mallory", "-n", ns)
+	pod := func(labels string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: pi-worker-0
+  namespace: %s
+  labels: {%s}
+spec:
+  hostname: pi-worker-0
+  subdomain: pi
+  containers:
+    - name: sshd
+      image: busybox
+`, ns, labels)
+	}
+	asMallory := func(manifest string) error {
+		path := filepath.Join(t.TempDir(), "pod.yaml")
+		if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := kubectl("--as=mallory", "create", "-f", path)
+		return err
+	}
+	const refusal = "only the MPI operator labels pods"
+	impostor := pod(`training.kubeflow.org/operator-name: mpi-operator, training.kubeflow.org/job-name: pi, training.kubeflow.org/job-role: worker`)
+	if err := asMallory(impostor); err == nil || !strings.Contains(err.Error(), refusal) {
+		t.Errorf("a tenant's pod labelled as a worker of job pi: %v, want it refused saying %q", err, refusal)
+	}
+	if err := asMallory(pod(`app: sshd`)); err != nil {
+		t.Fatalf("the same pod without the operator's labels: %v", err)
+	}
+	_, err := kubectl("--as=mallory", "label", "pod", "pi-worker-0", "-n", ns, "training.kubeflow.org/operator-name=mpi-operator")
+	if err == nil || !strings.Contains(err.Error(), refusal) {
+		t.Errorf("labelling a tenant's pod as the operator's: %v, want it refused saying %q", err, refusal)
+	}
 }
