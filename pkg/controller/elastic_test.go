@@ -12,6 +12,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // elasticJob sets up a running elastic job with the given workers Running.
@@ -205,4 +206,36 @@ func TestResizeWithinBatchPeriodWritesNoCondition(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectMPIWrites()
+}
+
+// TestElasticJobHeldAtItsBound: a job scaled out again while workers of its
+// last scale-in still drain would have more workers than it may have at
+// once. The creations beyond the bound wait, the job says so with a Blocked
+// condition, and the sync still writes its files and Role.
+func TestElasticJobHeldAtItsBound(t *testing.T) {
+	f := newFixture(t)
+	max := int(kubeflow.MaxWorkers)
+	job := elasticJob(f, int32(max), 1)
+	job.Spec.ElasticPolicy.MaxReplicas = ptr(kubeflow.MaxWorkers)
+	// Two workers drain from a scale-in a moment ago; the job asks for all
+	// 5000 again.
+	since := testNow.Add(-time.Second).Format(time.RFC3339Nano)
+	for _, p := range f.pods[max-2 : max] {
+		p.Annotations = map[string]string{elastic.AnnotationDrainingSince: since}
+	}
+	f.cms[0].Annotations = elastic.State{NextIndex: max}.Annotations()
+
+	if _, err := f.syncPrepared(job, nil); err == nil {
+		t.Error("the sync of a job at its bound returned no error, want one that blocks it")
+	}
+	for _, a := range f.kubeClient.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "pods" {
+			t.Fatalf("a worker was created past the bound: %v", a)
+		}
+	}
+	st := f.writtenStatus()
+	c := findCondition(&st, conditionBlocked)
+	if c == nil || c.Reason != reconcile.ReasonAtBound || !strings.Contains(c.Message, "2 more are created as draining workers go") {
+		t.Errorf("Blocked condition %+v, want reason %s saying 2 wait", c, reconcile.ReasonAtBound)
+	}
 }

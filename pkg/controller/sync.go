@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
@@ -160,7 +162,8 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 	c.updateRunning(job, launcher, ws, now)
 	updateResizing(job, ws, plan, now)
 	deadline, _ := deadlineLeft(job, now)
-	return elastic.Sooner(elastic.Sooner(acted.Requeue, obs.belowMin.Left), deadline), create, blockedWorkers(job, plan.Blocked)
+	return elastic.Sooner(elastic.Sooner(acted.Requeue, obs.belowMin.Left), deadline), create,
+		errors.Join(blockedWorkers(job, plan.Blocked), engine.AtBound(jobKey(job), plan, int(kubeflow.MaxWorkers)))
 }
 
 // checkSpec validates the job. A job that has not started fails with an

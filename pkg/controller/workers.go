@@ -25,6 +25,7 @@ func workerSpec(job *kubeflow.MPIJob) elastic.Spec {
 		Replicas:    desiredWorkers(job),
 		DrainPeriod: drainPeriod(job),
 		WorkerName:  workerNamer(job),
+		MaxPods:     int(kubeflow.MaxWorkers),
 	}
 }
 

@@ -41,6 +41,13 @@ type Spec struct {
 	// towards Replicas and is in Exec and Hosts.Desired. Nil lists every
 	// live Running worker.
 	Listable func(Worker) bool
+	// MaxPods, when above zero, bounds the workers the job has at once
+	// whose names the Role and the files carry: listed, draining, or about
+	// to be created. Scaling in and out faster than workers drain would
+	// otherwise pile draining workers up without end, and with them the
+	// size of the Role and of every write of it. Creations beyond it wait
+	// for drained workers to go (Plan.HeldBack).
+	MaxPods int
 }
 
 // listable applies Spec.Listable, which may be nil.
@@ -84,6 +91,9 @@ type Plan struct {
 	// above its own. Workers about to be created do not raise it: if their
 	// creation fails, the retry gives out the same names.
 	NextIndex int
+	// HeldBack is how many creations Spec.MaxPods holds back, and Pods the
+	// workers it counts; zero when it holds none.
+	HeldBack, Pods int
 }
 
 // PlanWorkers decides the next step for a job's workers, sorted by index as
@@ -99,6 +109,7 @@ func PlanWorkers(spec Spec, workers []Worker, nextIndex int, holderOf func(index
 	} else {
 		plan.resizeFixed(spec, workers, holderOf)
 	}
+	plan.bound(spec, workers)
 	plan.place(spec, workers, now)
 	if spec.Elastic {
 		plan.Hosts.Desired = mergeByIndex(spec, workers, plan.Hosts.Desired, plan.Create)
@@ -124,6 +135,28 @@ func (p *Plan) resizeFixed(spec Spec, workers []Worker, holderOf func(int) Holde
 		p.InTheWay = append(p.InTheWay, name)
 		if holderOf(i) == NameHeld {
 			p.Blocked = append(p.Blocked, name)
+		}
+	}
+}
+
+// bound holds back the creations that would take the job's workers past
+// spec.MaxPods.
+func (p *Plan) bound(spec Spec, workers []Worker) {
+	if spec.MaxPods <= 0 {
+		return
+	}
+	pods := 0
+	for _, w := range workers {
+		if !w.Terminating() && !w.Finished() {
+			pods++
+		}
+	}
+	room := max(spec.MaxPods-pods, 0)
+	if len(p.Create) > room {
+		p.HeldBack, p.Pods = len(p.Create)-room, pods
+		p.Create = slices.Clip(p.Create[:room])
+		if room == 0 {
+			p.Create = nil
 		}
 	}
 }

@@ -895,3 +895,78 @@ func TestPlanWorkersHeldNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanWorkersMaxPods: creations that would take the workers the Role
+// names (listed, draining, about to be created) past Spec.MaxPods wait for
+// drained workers to go; the drain and the deletions go on meanwhile, and
+// finished or terminating workers do not count.
+func TestPlanWorkersMaxPods(t *testing.T) {
+	drain := time.Minute
+	cases := []struct {
+		name       string
+		spec       Spec
+		pods       []*corev1.Pod
+		wantCreate []int
+		wantHeld   int
+		wantRemove []string
+	}{
+		{
+			name:       "room for every creation",
+			spec:       withMax(elasticSpec(4, drain), 4),
+			pods:       []*corev1.Pod{testPod(0, corev1.PodRunning), testPod(1, corev1.PodRunning)},
+			wantCreate: []int{2, 3},
+		},
+		{
+			name: "scaled out again while the last scale-in drains: held back",
+			spec: withMax(elasticSpec(3, drain), 4),
+			pods: []*corev1.Pod{testPod(0, corev1.PodRunning),
+				testPod(1, corev1.PodRunning, drainingFor(time.Second)), testPod(2, corev1.PodRunning, drainingFor(time.Second))},
+			wantCreate: []int{3},
+			wantHeld:   1,
+		},
+		{
+			name: "drained workers are deleted while creations wait",
+			spec: withMax(elasticSpec(2, drain), 2),
+			pods: []*corev1.Pod{testPod(0, corev1.PodRunning),
+				testPod(1, corev1.PodRunning, drainingFor(2*drain))},
+			wantHeld:   1,
+			wantRemove: names(1),
+		},
+		{
+			name: "terminating and finished workers take no room",
+			spec: withMax(elasticSpec(2, drain), 2),
+			pods: []*corev1.Pod{testPod(0, corev1.PodRunning, terminating), testPod(1, corev1.PodFailed,
+				annotate(AnnotationReplacedBy, ReplacedByNone))},
+			wantCreate: []int{2, 3},
+		},
+		{
+			name:       "a fixed job too",
+			spec:       withMax(fixedSpec(3), 2),
+			pods:       []*corev1.Pod{testPod(0, corev1.PodRunning)},
+			wantCreate: []int{1},
+			wantHeld:   1,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := PlanWorkers(tc.spec, workers(tc.pods...), 0, noHolders, testNow)
+			if diff := cmp.Diff(tc.wantCreate, plan.Create); diff != "" {
+				t.Errorf("create (-want +got):\n%s", diff)
+			}
+			if plan.HeldBack != tc.wantHeld {
+				t.Errorf("held back %d, want %d", plan.HeldBack, tc.wantHeld)
+			}
+			if diff := cmp.Diff(tc.wantRemove, podNames(plan.Remove)); diff != "" {
+				t.Errorf("remove (-want +got):\n%s", diff)
+			}
+			if len(plan.Exec) > tc.spec.MaxPods {
+				t.Errorf("exec names %d workers, more than MaxPods %d: %v", len(plan.Exec), tc.spec.MaxPods, plan.Exec)
+			}
+		})
+	}
+}
+
+func withMax(s Spec, maxPods int) Spec {
+	s.MaxPods = maxPods
+	return s
+}

@@ -190,6 +190,15 @@ func (s PodSteps) Run(ctx context.Context) ([]int, error) {
 	return created, nil
 }
 
+// AtBound is a BoundError for a plan whose creations Spec.MaxPods held
+// back, nil for any other.
+func AtBound(key string, plan elastic.Plan, maxPods int) error {
+	if plan.HeldBack == 0 {
+		return nil
+	}
+	return &reconcile.BoundError{Job: key, Pods: plan.Pods, Max: maxPods, HeldBack: plan.HeldBack}
+}
+
 func (j Job) key() string { return j.Owner.Object.GetNamespace() + "/" + j.Owner.Object.GetName() }
 
 // create creates the workers of indices, of the planned ones (all the step

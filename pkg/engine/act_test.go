@@ -266,3 +266,20 @@ func TestFailedWorkerIsReplaced(t *testing.T) {
 		t.Errorf("events %q, want the step's and %q", f.events, want)
 	}
 }
+
+// TestAtBound: a plan whose creations MaxPods held back blocks its job with
+// a message that says how many workers it has, may have and waits for.
+func TestAtBound(t *testing.T) {
+	if err := AtBound("ns/pi", elastic.Plan{Create: []int{1}}, 5000); err != nil {
+		t.Errorf("a plan that holds nothing back: %v", err)
+	}
+	err := AtBound("ns/pi", elastic.Plan{HeldBack: 2, Pods: 5000}, 5000)
+	reason, blocked := reconcile.BlockedReason(err)
+	if !blocked || reason != reconcile.ReasonAtBound {
+		t.Fatalf("BlockedReason(%v) = %q, %v; want %q", err, reason, blocked, reconcile.ReasonAtBound)
+	}
+	want := "MPIJob ns/pi has 5000 workers that are listed or draining, the most it may have at once (5000): 2 more are created as draining workers go"
+	if err.Error() != want {
+		t.Errorf("message %q, want %q", err.Error(), want)
+	}
+}

@@ -29,6 +29,10 @@ func BlockedReason(err error) (string, bool) {
 	if errors.As(err, &spec) {
 		return spec.Reason, true
 	}
+	var bound *BoundError
+	if errors.As(err, &bound) {
+		return ReasonAtBound, true
+	}
 	switch reason := apierrors.ReasonForError(err); reason {
 	case metav1.StatusReasonInvalid, metav1.StatusReasonForbidden, metav1.StatusReasonBadRequest,
 		metav1.StatusReasonRequestEntityTooLarge, metav1.StatusReasonMethodNotAllowed,
@@ -61,4 +65,22 @@ type SpecError struct {
 func (e *SpecError) Error() string {
 	return fmt.Sprintf("MPIJob %s is invalid: %v; its pods and files are left as they are until the spec is valid again",
 		e.Job, e.Errs.ToAggregate())
+}
+
+// ReasonAtBound is the reason of the Blocked condition of a job that has
+// as many workers as it may have at once.
+const ReasonAtBound = "WorkersAtBound"
+
+// BoundError holds back some of a job's creations: it has Pods workers that
+// its files and Role name (listed or draining), Max at the most. Workers
+// still drain and go meanwhile, and their deletions bring the job back.
+type BoundError struct {
+	// Job names the job, as "namespace/name".
+	Job                 string
+	Pods, Max, HeldBack int
+}
+
+func (e *BoundError) Error() string {
+	return fmt.Sprintf("MPIJob %s has %d workers that are listed or draining, the most it may have at once (%d): "+
+		"%d more are created as draining workers go", e.Job, e.Pods, e.Max, e.HeldBack)
 }

@@ -27,6 +27,7 @@ func TestBlockedReason(t *testing.T) {
 		{"foreign object, wrapped and joined", errors.Join(errors.New("other"), fmt.Errorf("x: %w", NewForeignError(testOwner, "Pod", "p"))), "ErrResourceExists"},
 		{"invalid spec", spec, "InvalidMPIJobSpec"},
 		{"invalid spec, wrapped", fmt.Errorf("x: %w", spec), "InvalidMPIJobSpec"},
+		{"at the bound of workers, joined", errors.Join(nil, &BoundError{Job: "ns/pi", Pods: 5000, Max: 5000, HeldBack: 3}), "WorkersAtBound"},
 		{"invalid", fmt.Errorf("creating pod: %w", invalid), "Invalid"},
 		{"forbidden", apierrors.NewForbidden(cm, "pi-config", errors.New("exceeded quota")), "Forbidden"},
 		{"too large", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), "RequestEntityTooLarge"},

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
@@ -146,7 +147,8 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *v2beta1.MPI
 		return 0, err
 	}
 	c.updateProgress(job, launcher, out, now)
-	return out.requeue, blockedWorkers(job, out.plan.Blocked)
+	return out.requeue, errors.Join(blockedWorkers(job, out.plan.Blocked),
+		engine.AtBound(job.Namespace+"/"+job.Name, out.plan, int(v2beta1.MaxWorkers)))
 }
 
 // observe reads the job's launcher Job and workers from the caches, and

@@ -37,6 +37,7 @@ func workerSpec(job *v2beta1.MPIJob, names resolvable) elastic.Spec {
 		DrainPeriod: drainPeriod(job),
 		WorkerName:  func(i int) string { return workerName(job, i) },
 		Listable:    names.listable,
+		MaxPods:     int(v2beta1.MaxWorkers),
 	}
 }
 
