@@ -11,8 +11,9 @@ import (
 // queue, it holds a key once however often it is added, and hands a key to
 // one worker at a time: a key added while it is being synced is queued again
 // once that sync is Done, so only one sync of a job runs at once. Unlike it,
-// a key added with AddUrgent is handed out before every key added without,
-// and some workers (GetUrgent) take urgent keys only: a change that Horovod
+// a key added with AddUrgent is handed out before every key added without
+// (but a worker that took an urgent key while a plain one waited takes the
+// plain one next), and some workers (GetUrgent) take urgent keys only: a change that Horovod
 // must see at once (a worker turning Running or going, a change of the
 // worker replicas) then waits neither behind other jobs' keys nor for a
 // worker busy with a long sync, such as a new job's. Both kinds of key run
@@ -32,7 +33,12 @@ type Queue struct {
 	queued         map[string]bool // key -> urgent
 	processing     map[string]bool
 	// again holds the keys added while being synced, with their urgency.
-	again    map[string]bool
+	again map[string]bool
+	// owed is set when a worker that takes either kind of key took an
+	// urgent one while a plain key waited: the next such worker takes a
+	// plain key, so that one job's stream of urgent changes delays other
+	// jobs by one sync at most.
+	owed     bool
 	shutdown bool
 }
 
@@ -130,7 +136,14 @@ func (q *Queue) get(urgentOnly bool) (string, int, bool) {
 		if q.shutdown {
 			return "", 0, true
 		}
+		if !urgentOnly && q.owed {
+			q.owed = false
+			if key, ok := q.pop(&q.normal, false); ok {
+				return key, 0, false
+			}
+		}
 		if key, ok := q.pop(&q.urgent, true); ok {
+			q.owed = !urgentOnly && q.plainWaiting()
 			return key, 1, false
 		}
 		if !urgentOnly {
@@ -155,6 +168,18 @@ func (q *Queue) pop(list *[]string, urgent bool) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// plainWaiting tells whether a key queued without urgency waits, dropping
+// the stale entries ahead of it.
+func (q *Queue) plainWaiting() bool {
+	for len(q.normal) > 0 {
+		if urgent, ok := q.queued[q.normal[0]]; ok && !urgent {
+			return true
+		}
+		q.normal = q.normal[1:]
+	}
+	return false
 }
 
 // Done ends the sync of key; a key added meanwhile is queued again.

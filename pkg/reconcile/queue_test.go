@@ -141,7 +141,9 @@ func TestQueueHandsUrgentKeysFirst(t *testing.T) {
 		key, _ := q.Get()
 		got = append(got, key)
 	}
-	want := []string{"ns/c", "ns/b", "ns/a"}
+	// An urgent key first; then ns/a, which waited while it was handed
+	// out; then the other urgent key.
+	want := []string{"ns/c", "ns/a", "ns/b"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("order = %v, want %v", got, want)
 	}
@@ -154,6 +156,33 @@ func TestQueueHandsUrgentKeysFirst(t *testing.T) {
 	q.Done("ns/a")
 	if key, _ := q.Get(); key != "ns/a" {
 		t.Fatalf("got %s after ns/a's sync, want ns/a again", key)
+	}
+}
+
+// TestUrgentStreamDelaysOthersOneSyncAtMost: a job whose every sync brings
+// an urgent change of its own (its workers turning Running one after the
+// other) is synced again and again by the one worker that takes either kind
+// of key; another job, added plainly, waits for one of those syncs at most.
+func TestUrgentStreamDelaysOthersOneSyncAtMost(t *testing.T) {
+	q := NewQueue()
+	defer q.ShutDown()
+	AddUrgent(q, "ns/busy")
+	key, _ := q.Get()
+	q.Add("ns/quiet") // while ns/busy's first sync runs
+	// started counts the syncs of ns/busy that start after ns/quiet came.
+	started := 0
+	for key != "ns/quiet" {
+		if started > 10 {
+			t.Fatalf("ns/quiet still waits after %d syncs of ns/busy", started)
+		}
+		AddUrgent(q, "ns/busy") // an event of its own during its sync
+		q.Done("ns/busy")
+		if key, _ = q.Get(); key == "ns/busy" {
+			started++
+		}
+	}
+	if started > 1 {
+		t.Errorf("ns/quiet waited for %d syncs of ns/busy to start and end, want 1 at most", started)
 	}
 }
 
