@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,9 +35,14 @@ type result struct {
 	desired     map[string]int // the replicas the harness last set, by job
 	kills       []killRec
 	restarts    []harness.APIServerRestart
-	runs        []*opRun
-	exits       []exitRec
-	chaosFrom   time.Time
+	refusals    []refusal
+	// refusedEvents are the jobs' events that carry a refused write.
+	refusedEvents int
+	// webhookDelays are the delays the slow webhook gave pod creations.
+	webhookDelays harness.Sample
+	runs          []*opRun
+	exits         []exitRec
+	chaosFrom     time.Time
 	// lastFault is when the last fault ended: the standby held the Lease,
 	// or the API server was ready.
 	lastFault time.Time
@@ -154,6 +160,18 @@ func runChaos(ctx context.Context, o *options) (*result, error) {
 	logf("all %d jobs settled in %s", o.jobs, res.startSettle.Round(100*time.Millisecond))
 
 	// The chaos.
+	if o.webhookDelay > 0 {
+		hook, err := startSlowWebhook(ctx, cl.Kube, o.webhookDelay, o.seed)
+		if err != nil {
+			return res, err
+		}
+		logf("a webhook holds each pod creation for up to %s", o.webhookDelay)
+		defer func() {
+			res.webhookDelays = hook.calls()
+			_ = hook.unregister(context.Background(), cl.Kube)
+			hook.stop()
+		}()
+	}
 	res.chaosFrom = time.Now()
 	opsCtx, stopOps := context.WithCancel(ctx)
 	defer stopOps()
@@ -191,6 +209,9 @@ func runChaos(ctx context.Context, o *options) (*result, error) {
 	if err != nil {
 		return res, err
 	}
+	if res.refusedEvents, err = countRefusedEvents(ctx, cl.Kube); err != nil {
+		return res, err
+	}
 	res.watchLost, res.watchResumed = watch.Stop()
 	f.stop()
 	res.runs, res.exits = f.runs, f.exits
@@ -208,6 +229,22 @@ func killLoop(ctx context.Context, o *options, cl *harness.Cluster, f *fleet, dr
 	for i := range o.apiRestarts {
 		restartBefore[(i+1)*o.kills/(o.apiRestarts+1)] = true
 	}
+	// Refusals start before the kills after the first, spread over the run,
+	// and last across the kill: a new leader meets them too.
+	refuseBefore := map[int]bool{}
+	for i := range o.refusals {
+		refuseBefore[min(1+i*o.kills/max(o.refusals, 1), o.kills-1)] = true
+	}
+	var refusing sync.WaitGroup
+	var refusalsMu sync.Mutex
+	defer func() {
+		refusing.Wait()
+		for _, r := range res.refusals {
+			if r.to.After(res.lastFault) {
+				res.lastFault = r.to
+			}
+		}
+	}()
 	var cycles harness.Sample
 	cycleStart := time.Now()
 	leaderReady := func() error {
@@ -249,6 +286,22 @@ func killLoop(ctx context.Context, o *options, cl *harness.Cluster, f *fleet, dr
 			if err := leaderReady(); err != nil {
 				return err
 			}
+		}
+		if refuseBefore[k] {
+			delete(refuseBefore, k)
+			hold := 3*time.Second + time.Duration(rng.Int64N(int64(o.maxDwell)+1))
+			logf("refusing updates of the jobs' ConfigMaps for %s", harness.FmtDur(hold))
+			tl.printf("refusal: ConfigMap updates refused for %s", harness.FmtDur(hold))
+			refusing.Go(func() {
+				r, err := refuseConfigMapUpdates(ctx, cl.Kube, hold, drv.scaleIn)
+				if err != nil {
+					tl.printf("refusal: %v", err)
+				}
+				tl.printf("refusal: ConfigMap updates accepted again")
+				refusalsMu.Lock()
+				res.refusals = append(res.refusals, r)
+				refusalsMu.Unlock()
+			})
 		}
 		lead := f.leader()
 		if lead == nil {

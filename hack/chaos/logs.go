@@ -76,6 +76,9 @@ func explain(l harness.LogLine, restarts []harness.APIServerRestart) string {
 	if strings.Contains(l.Msg, `"Error initially creating lease lock"`) && strings.Contains(l.Msg, "already exists") {
 		return twoReplicas
 	}
+	if strings.Contains(l.Msg, refusalMessage) {
+		return "ConfigMap updates refused"
+	}
 	for i, r := range restarts {
 		end := r.Ready
 		if end.IsZero() {

@@ -49,11 +49,15 @@ type options struct {
 	keepCluster, short               bool
 
 	jobs, ops, kills, apiRestarts int
-	minWorkers, maxWorkers        int
-	seed                          int64
-	maxDwell                      time.Duration
-	settleTimeout                 time.Duration
-	restWindow                    time.Duration
+	// refusals are windows of refused ConfigMap updates; webhookDelay the
+	// most a webhook holds each pod creation (0: no webhook).
+	refusals               int
+	webhookDelay           time.Duration
+	minWorkers, maxWorkers int
+	seed                   int64
+	maxDwell               time.Duration
+	settleTimeout          time.Duration
+	restWindow             time.Duration
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -69,6 +73,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.ops, "ops", 200, "scale operations, through the scale subresource and through spec edits")
 	fs.IntVar(&o.kills, "kills", 20, "SIGKILLs of the leading operator replica")
 	fs.IntVar(&o.apiRestarts, "apiserver-restarts", 2, "restarts of the kube-apiserver during the run")
+	fs.IntVar(&o.refusals, "refusals", 3, "windows in which the API server refuses every update of the jobs' ConfigMaps, each up to --max-dwell long and overlapping a kill of the leader")
+	fs.DurationVar(&o.webhookDelay, "webhook-delay", 2*time.Second, "a validating webhook holds each pod creation for a random time up to this, through the chaos (0: no webhook)")
 	fs.IntVar(&o.minWorkers, "min-workers", 1, "the jobs' elasticPolicy.minReplicas")
 	fs.IntVar(&o.maxWorkers, "max-workers", 6, "the jobs' elasticPolicy.maxReplicas")
 	fs.Int64Var(&o.seed, "seed", 0, "random seed of every choice (0: from the clock)")
@@ -84,15 +90,15 @@ func parseFlags(args []string) (*options, error) {
 	if o.short {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for name, v := range map[string]*int{"jobs": &o.jobs, "ops": &o.ops, "kills": &o.kills, "apiserver-restarts": &o.apiRestarts} {
+		for name, v := range map[string]*int{"jobs": &o.jobs, "ops": &o.ops, "kills": &o.kills, "apiserver-restarts": &o.apiRestarts, "refusals": &o.refusals} {
 			if !set[name] {
-				*v = map[string]int{"jobs": 5, "ops": 40, "kills": 5, "apiserver-restarts": 1}[name]
+				*v = map[string]int{"jobs": 5, "ops": 40, "kills": 5, "apiserver-restarts": 1, "refusals": 2}[name]
 			}
 		}
 	}
 	var errs []error
-	if o.jobs < 1 || o.ops < 0 || o.kills < 1 || o.apiRestarts < 0 {
-		errs = append(errs, errors.New("--jobs and --kills must be at least 1, --ops and --apiserver-restarts at least 0"))
+	if o.jobs < 1 || o.ops < 0 || o.kills < 1 || o.apiRestarts < 0 || o.refusals < 0 || o.refusals > o.kills || o.webhookDelay < 0 {
+		errs = append(errs, errors.New("--jobs and --kills must be at least 1, --ops, --apiserver-restarts, --refusals and --webhook-delay at least 0, --refusals at most --kills"))
 	}
 	if o.minWorkers < 1 || o.maxWorkers <= o.minWorkers {
 		errs = append(errs, errors.New("need 1 <= --min-workers < --max-workers"))
@@ -122,8 +128,8 @@ func run(ctx context.Context, o *options) int {
 		logf("%v", err)
 		return harness.ExitIncomplete
 	}
-	logf("seed %d: %d jobs, %d scale operations, %d kills of the leader, %d API server restarts",
-		o.seed, o.jobs, o.ops, o.kills, o.apiRestarts)
+	logf("seed %d: %d jobs, %d scale operations, %d kills of the leader, %d API server restarts, %d windows of refused ConfigMap updates, pod creations held up to %s",
+		o.seed, o.jobs, o.ops, o.kills, o.apiRestarts, o.refusals, o.webhookDelay)
 	res, err := runChaos(ctx, o)
 	rep := &report{RunInfo: info, o: o, res: res}
 	rep.Duration = time.Since(rep.Started)

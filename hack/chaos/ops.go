@@ -96,6 +96,9 @@ type opDriver struct {
 	tl  *timeline
 	rng *rand.Rand
 
+	// sending serializes the operations, so that the last one taken is
+	// the last one recorded in desired.
+	sending sync.Mutex
 	mu      sync.Mutex
 	desired map[string]int
 	ops     []*scaleOp
@@ -139,29 +142,57 @@ func (d *opDriver) run(ctx context.Context) {
 		if err := sleepCtx(ctx, min(wait, 4*mean)); err != nil {
 			return
 		}
-		d.mu.Lock()
-		job := names[d.rng.IntN(len(names))]
-		from := d.desired[job]
-		to := d.o.minWorkers + d.rng.IntN(d.o.maxWorkers-d.o.minWorkers)
-		if to >= from {
-			to++
+		d.send(ctx, func() (string, int, string) {
+			job := names[d.rng.IntN(len(names))]
+			to := d.o.minWorkers + d.rng.IntN(d.o.maxWorkers-d.o.minWorkers)
+			if to >= d.desired[job] {
+				to++
+			}
+			return job, to, methods[d.rng.IntN(len(methods))]
+		})
+	}
+}
+
+// scaleIn sends one operation besides the paced ones: the first job with
+// more than its fewest workers loses one, so that a window of refused
+// writes meets a scale-in whose victims must not drain before the write.
+func (d *opDriver) scaleIn(ctx context.Context) {
+	d.send(ctx, func() (string, int, string) {
+		for i := range d.o.jobs {
+			if job := jobName(i); d.desired[job] > d.o.minWorkers {
+				return job, d.desired[job] - 1, methodSpecPatch
+			}
 		}
-		op := &scaleOp{seq: i + 1, job: job, method: methods[d.rng.IntN(len(methods))], from: from, to: to, at: time.Now()}
-		d.ops = append(d.ops, op)
+		return "", 0, ""
+	})
+}
+
+// send sends the operation that choose picks (under d.mu; an empty job
+// for none) and records its outcome.
+func (d *opDriver) send(ctx context.Context, choose func() (job string, to int, method string)) {
+	d.sending.Lock()
+	defer d.sending.Unlock()
+	d.mu.Lock()
+	job, to, method := choose()
+	if job == "" {
 		d.mu.Unlock()
-		d.tl.printf("op %d: %s %d -> %d (%s)", op.seq, job, from, to, op.method)
-		d.perform(ctx, op)
-		d.mu.Lock()
-		if op.err == nil {
-			d.desired[job] = to
-		}
-		d.mu.Unlock()
-		if op.err != nil {
-			d.tl.printf("op %d: failed after %d attempts: %v", op.seq, op.attempts, op.err)
-			logf("scale operation %d failed: %v", op.seq, op.err)
-		} else if op.attempts > 1 {
-			d.tl.printf("op %d: done after %d attempts (%s)", op.seq, op.attempts, op.lastErr)
-		}
+		return
+	}
+	op := &scaleOp{seq: len(d.ops) + 1, job: job, method: method, from: d.desired[job], to: to, at: time.Now()}
+	d.ops = append(d.ops, op)
+	d.mu.Unlock()
+	d.tl.printf("op %d: %s %d -> %d (%s)", op.seq, job, op.from, to, op.method)
+	d.perform(ctx, op)
+	d.mu.Lock()
+	if op.err == nil {
+		d.desired[job] = to
+	}
+	d.mu.Unlock()
+	if op.err != nil {
+		d.tl.printf("op %d: failed after %d attempts: %v", op.seq, op.attempts, op.err)
+		logf("scale operation %d failed: %v", op.seq, op.err)
+	} else if op.attempts > 1 {
+		d.tl.printf("op %d: done after %d attempts (%s)", op.seq, op.attempts, op.lastErr)
 	}
 }
 

@@ -123,6 +123,17 @@ func (r *report) faults() *harness.Table {
 	}
 	t.Add("kube-apiserver restarts (SIGTERM, same command line, wait for /readyz)", fmt.Sprint(len(res.restarts)),
 		"ready again after "+orNone(strings.Join(downs, ", ")))
+	var windows []string
+	for _, r := range res.refusals {
+		windows = append(windows, harness.FmtDur(r.to.Sub(r.from)))
+	}
+	t.Add("ConfigMap updates refused (a ValidatingAdmissionPolicy; each window spans a kill of the leader and a scale-in)", fmt.Sprint(len(res.refusals)),
+		fmt.Sprintf("for %s; the jobs' Warning events that tell of a refused write: %d", orNone(strings.Join(windows, ", ")), res.refusedEvents))
+	if o.webhookDelay > 0 {
+		ws := res.webhookDelays.Summarize()
+		t.Add("pod creations held by a slow validating webhook", fmt.Sprint(len(res.webhookDelays)),
+			fmt.Sprintf("a random delay up to %s each: p50 %s, max %s", o.webhookDelay, harness.FmtDur(ws.P50), harness.FmtDur(ws.Max)))
+	}
 	t.Add("operator processes", fmt.Sprint(len(res.runs)), fmt.Sprintf("%d exits or failed starts not caused by a kill", len(res.exits)))
 	return t
 }
