@@ -171,7 +171,7 @@ func (c *MPIJobController) hasConfigMap(job *kubeflow.MPIJob) bool {
 // The creations and deletions are the main sync's.
 func (c *MPIJobController) listWorkers(ctx context.Context, obs *observed, now metav1.Time) error {
 	job, launcher := obs.job, obs.launcher
-	plan := elastic.PlanWorkers(workerSpec(job), obs.workers, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
+	plan := elastic.PlanWorkers(c.planSpec(job), obs.workers, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
 	plan.Create, plan.Remove = nil, nil
 	// The fast path's engine marks through the listing client; it
 	// creates nothing, so it has no scale steps to remember.

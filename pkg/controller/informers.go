@@ -37,6 +37,10 @@ type Config struct {
 	// RefreshLauncher annotates the launcher after each change of
 	// discover_hosts.sh, so that the kubelet refreshes its volume at once.
 	RefreshLauncher bool
+	// MaxWorkerPods bounds the workers a job has at once, listed or
+	// draining (elastic.Spec.MaxPods); zero means kubeflow.MaxWorkers, the
+	// most a job may ask for. Tests set a small one.
+	MaxWorkerPods int
 	// EventClient, when set, writes the controller's events, under rate
 	// limits of its own, so that a burst of events never delays the
 	// requests that change the jobs. Nil means the controller's client.

@@ -130,7 +130,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 			return 0, creation{}, err
 		}
 	}
-	plan := elastic.PlanWorkers(workerSpec(job), ws, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
+	plan := elastic.PlanWorkers(c.planSpec(job), ws, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
 	h := c.hooks(c.mainPath(), job, &launcher, obs.belowMin.Since)
 	h.Beside = []func(context.Context, elastic.Plan, bool) error{
 		func(ctx context.Context, plan elastic.Plan, settled bool) error {
@@ -163,7 +163,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 	updateResizing(job, ws, plan, now)
 	deadline, _ := deadlineLeft(job, now)
 	return elastic.Sooner(elastic.Sooner(acted.Requeue, obs.belowMin.Left), deadline), create,
-		errors.Join(blockedWorkers(job, plan.Blocked), engine.AtBound(jobKey(job), plan, int(kubeflow.MaxWorkers)))
+		errors.Join(blockedWorkers(job, plan.Blocked), engine.AtBound(jobKey(job), plan, c.maxWorkerPods()))
 }
 
 // checkSpec validates the job. A job that has not started fails with an

@@ -25,8 +25,21 @@ func workerSpec(job *kubeflow.MPIJob) elastic.Spec {
 		Replicas:    desiredWorkers(job),
 		DrainPeriod: drainPeriod(job),
 		WorkerName:  workerNamer(job),
-		MaxPods:     int(kubeflow.MaxWorkers),
 	}
+}
+
+// planSpec is workerSpec with the controller's bound on the job's workers.
+func (c *MPIJobController) planSpec(job *kubeflow.MPIJob) elastic.Spec {
+	spec := workerSpec(job)
+	spec.MaxPods = c.maxWorkerPods()
+	return spec
+}
+
+func (c *MPIJobController) maxWorkerPods() int {
+	if c.cfg.MaxWorkerPods > 0 {
+		return c.cfg.MaxWorkerPods
+	}
+	return int(kubeflow.MaxWorkers)
 }
 
 func drainPeriod(job *kubeflow.MPIJob) time.Duration {

@@ -44,7 +44,7 @@ func TestNames(t *testing.T) {
 			want: container{
 				Image: imageRef("mpi-operator"), RunAsUser: &nonRoot, RunAsGroup: &nonRoot,
 				// No command: the image's entrypoint, /mpi-operator.
-				Args: []string{"--lock-namespace=$(POD_NAMESPACE)", "--monitoring-port=8080",
+				Args: []string{"--lock-namespace=$(POD_NAMESPACE)", "--monitoring-port=8080", "--metrics-auth=kubernetes",
 					"--kubectl-delivery-image=" + imageRef("kubectl-delivery")},
 			},
 		},
@@ -54,7 +54,7 @@ func TestNames(t *testing.T) {
 			want: container{
 				Image: imageRef("mpi-operator-v2"), RunAsUser: &nonRoot, RunAsGroup: &nonRoot,
 				Command: []string{"/mpi-operator-v2"},
-				Args:    []string{"--lock-namespace=$(POD_NAMESPACE)", "--monitoring-port=8080"},
+				Args:    []string{"--lock-namespace=$(POD_NAMESPACE)", "--monitoring-port=8080", "--metrics-auth=kubernetes"},
 			},
 		},
 	} {

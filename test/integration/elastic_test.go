@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -369,4 +370,75 @@ func TestFixedJobKeepsUpstreamBehaviour(t *testing.T) {
 	if c := condition(job, common.JobFailed); c.Message != "1/3 workers are evicted" {
 		t.Errorf("message %q", c.Message)
 	}
+}
+
+// execNames are the workers the launcher Role of job lets it exec into.
+func execNames(t *testing.T, ns, job string) []string {
+	t.Helper()
+	role, err := env.kube.RbacV1().Roles(ns).Get(context.Background(), job+"-launcher", metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "pods/exec") {
+			return r.ResourceNames
+		}
+	}
+	return nil
+}
+
+// TestFlappingJobHeldAtItsBound: with the controller's bound on a job's
+// workers at 4, a job of 4 scaled to 1 and straight back to 4 would need 7
+// workers while its 3 victims drain. It gets none beyond the bound: it is
+// Blocked (WorkersAtBound) saying 3 wait, its Role never names more than 4
+// workers and no more than 4 worker pods live at once; once the victims
+// are deleted, the 3 new workers come, and the condition goes.
+func TestFlappingJobHeldAtItsBound(t *testing.T) {
+	ns := newNamespace(t)
+	startController(t, controller.Config{Namespace: ns, MaxWorkerPods: 4})
+	createJob(t, elasticJob(ns, "flap", 4, 1, 4, 5))
+	for _, w := range namesOf("flap", 0, 1, 2, 3) {
+		waitForRunning(t, ns, w)
+	}
+	waitForHosts(t, ns, "flap", hostsOf("flap", 0, 1, 2, 3)...)
+	checkNoDeletionWhileListed(t, ns, "flap")
+
+	// Sample what exists and what the Role names until the end.
+	ctx, cancel := context.WithCancel(context.Background())
+	var most struct {
+		sync.Mutex
+		pods, exec int
+	}
+	var sampling sync.WaitGroup
+	sampling.Go(func() {
+		for ctx.Err() == nil {
+			pods, exec := len(workerPods(t, ns, "flap")), len(execNames(t, ns, "flap"))
+			most.Lock()
+			most.pods, most.exec = max(most.pods, pods), max(most.exec, exec)
+			most.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	defer func() { cancel(); sampling.Wait() }()
+
+	patchWorkers(t, ns, "flap", 1)
+	waitFor(t, "discover_hosts.sh to list one worker", func() (bool, error) {
+		return len(discoveredHosts(t, ns, "flap")) == 1, nil
+	})
+	patchWorkers(t, ns, "flap", 4)
+	waitForBlocked(t, ns, "flap", "WorkersAtBound", "the most it may have at once (4)", "3 more are created as draining workers go")
+
+	waitFor(t, "4 Running workers listed after the victims went", func() (bool, error) {
+		return len(discoveredHosts(t, ns, "flap")) == 4 && len(workerPods(t, ns, "flap")) == 4, nil
+	})
+	waitFor(t, "the Blocked condition to go", func() (bool, error) {
+		c := condition(getJob(t, ns, "flap"), conditionBlocked)
+		return c == nil || c.Status != corev1.ConditionTrue, nil
+	})
+	cancel()
+	sampling.Wait()
+	if most.pods > 4 || most.exec > 4 {
+		t.Errorf("at most %d live worker pods and %d names in the Role at once, want 4 at most", most.pods, most.exec)
+	}
+	t.Logf("at most %d live worker pods and %d names in the Role at once", most.pods, most.exec)
 }
