@@ -40,6 +40,10 @@ type Config struct {
 	// RefreshLauncher annotates the launcher's pod after each change of
 	// discover_hosts.sh, so that the kubelet refreshes its volume at once.
 	RefreshLauncher bool
+	// MaxWorkerPods bounds the workers a job has at once, listed or
+	// draining (elastic.Spec.MaxPods); zero means v2beta1.MaxWorkers, the
+	// most a job may ask for. Tests set a small one.
+	MaxWorkerPods int
 	// EventClient, when set, writes the controller's events, under rate
 	// limits of its own. Nil means the controller's client.
 	EventClient kubernetes.Interface

@@ -37,8 +37,15 @@ func workerSpec(job *v2beta1.MPIJob, names resolvable) elastic.Spec {
 		DrainPeriod: drainPeriod(job),
 		WorkerName:  func(i int) string { return workerName(job, i) },
 		Listable:    names.listable,
-		MaxPods:     int(v2beta1.MaxWorkers),
 	}
+}
+
+// maxWorkerPods is the bound on the workers a job has at once.
+func (c *MPIJobController) maxWorkerPods() int {
+	if c.cfg.MaxWorkerPods > 0 {
+		return c.cfg.MaxWorkerPods
+	}
+	return int(v2beta1.MaxWorkers)
 }
 
 // syncWorkers plans the workers and has the engine act on the plan
@@ -51,6 +58,7 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 		spec:    workerSpec(job, c.resolvableWorkers(job, pods)),
 		files:   c.cachedConfigMap(job),
 	}
+	out.spec.MaxPods = c.maxWorkerPods()
 	var recorded elastic.State
 	if out.files != nil {
 		recorded = elastic.ParseState(out.files.Annotations)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/kubeflow/mpi-operator/pkg/engine"
 	kubeflow "github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
+	"github.com/kubeflow/mpi-operator/v2/pkg/controller"
 )
 
 // settled waits until the job has exactly n workers, all Running and
@@ -182,4 +185,54 @@ func podPhase(t *testing.T, ns, name string) corev1.PodPhase {
 		return ""
 	}
 	return p.Status.Phase
+}
+
+// TestFlappingJobHeldAtItsBound: with the controller's bound on a job's
+// workers at 4, a job of 4 scaled to 1 and straight back to 4 would need 7
+// workers while its 3 victims drain. It gets none beyond the bound: it is
+// Blocked (WorkersAtBound) saying 3 wait, and no more than 4 worker pods
+// live at once; once the victims are deleted the 3 new workers come, are
+// listed, and the condition goes.
+func TestFlappingJobHeldAtItsBound(t *testing.T) {
+	t.Parallel()
+	ns := jobNamespace(t)
+	runController(t, nil, controller.Config{Namespace: ns, MaxWorkerPods: 4})
+	createJob(t, elasticJob(ns, "flap", 4, 1, 4, 5))
+	runningWorkers(t, ns, "flap", 4)
+
+	var most atomic.Int64
+	done := make(chan struct{})
+	var sampling sync.WaitGroup
+	sampling.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			n := int64(len(workerPods(t, ns, "flap", true)))
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+		}
+	})
+	stop := sync.OnceFunc(func() { close(done); sampling.Wait() })
+	defer stop()
+
+	scaleJob(t, ns, "flap", 1)
+	eventually(t, "discover_hosts.sh to list one worker", func() (bool, error) {
+		return len(listedWorkers(t, ns, "flap")) == 1, nil
+	})
+	scaleJob(t, ns, "flap", 4)
+	blocked := waitForCondition(t, ns, "flap", "Blocked", "WorkersAtBound")
+	if msg := jobCondition(blocked, "Blocked").Message; !strings.Contains(msg, "3 more are created as draining workers go") {
+		t.Errorf("the Blocked condition says %q, want it to say that 3 wait", msg)
+	}
+	runningWorkers(t, ns, "flap", 4)
+	eventually(t, "the Blocked condition to go", func() (bool, error) {
+		return !hasCondition(getJob(t, ns, "flap"), "Blocked", corev1.ConditionTrue, "WorkersAtBound"), nil
+	})
+	stop()
+	if n := most.Load(); n > 4 {
+		t.Errorf("%d live worker pods at once, want 4 at most", n)
+	}
 }
