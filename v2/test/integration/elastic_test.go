@@ -190,7 +190,7 @@ func podPhase(t *testing.T, ns, name string) corev1.PodPhase {
 // TestFlappingJobHeldAtItsBound: with the controller's bound on a job's
 // workers at 4, a job of 4 scaled to 1 and straight back to 4 would need 7
 // workers while its 3 victims drain. It gets none beyond the bound: it is
-// Blocked (WorkersAtBound) saying 3 wait, and no more than 4 worker pods
+// Blocked (WorkersAtBound) saying how many wait, and no more than 4 worker pods
 // live at once; once the victims are deleted the 3 new workers come, are
 // listed, and the condition goes.
 func TestFlappingJobHeldAtItsBound(t *testing.T) {
@@ -219,13 +219,22 @@ func TestFlappingJobHeldAtItsBound(t *testing.T) {
 	defer stop()
 
 	scaleJob(t, ns, "flap", 1)
-	eventually(t, "discover_hosts.sh to list one worker", func() (bool, error) {
-		return len(listedWorkers(t, ns, "flap")) == 1, nil
+	eventually(t, "discover_hosts.sh to list one worker and its 3 victims to drain", func() (bool, error) {
+		draining := 0
+		for _, p := range workerPods(t, ns, "flap", true) {
+			if _, ok := p.Annotations[annotationDrainingSince]; ok {
+				draining++
+			}
+		}
+		return len(listedWorkers(t, ns, "flap")) == 1 && draining == 3, nil
 	})
 	scaleJob(t, ns, "flap", 4)
 	blocked := waitForCondition(t, ns, "flap", "Blocked", "WorkersAtBound")
-	if msg := jobCondition(blocked, "Blocked").Message; !strings.Contains(msg, "3 more are created as draining workers go") {
-		t.Errorf("the Blocked condition says %q, want it to say that 3 wait", msg)
+	// How many wait depends on how many victims the regrowth found marked
+	// already: one not marked yet is simply kept.
+	if msg := jobCondition(blocked, "Blocked").Message; !strings.Contains(msg, "the most it may have at once (4)") ||
+		!strings.Contains(msg, "more are created as draining workers go") {
+		t.Errorf("the Blocked condition says %q, want it to name the bound of 4 and say that workers wait", msg)
 	}
 	runningWorkers(t, ns, "flap", 4)
 	eventually(t, "the Blocked condition to go", func() (bool, error) {
