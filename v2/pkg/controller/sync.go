@@ -148,7 +148,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *v2beta1.MPI
 	}
 	c.updateProgress(job, launcher, out, now)
 	return out.requeue, errors.Join(blockedWorkers(job, out.plan.Blocked),
-		engine.AtBound(job.Namespace+"/"+job.Name, out.plan, c.maxWorkerPods()))
+		engine.AtBound(jobKey(job), out.plan, c.maxWorkerPods()))
 }
 
 // observe reads the job's launcher Job and workers from the caches, and
