@@ -27,6 +27,22 @@ def workers_running(n):
     return lambda job: job.status.replica_statuses.get("Worker") is not None and job.status.replica_statuses["Worker"].active == n
 
 
+def settle(check, timeout):
+    """Polls check() until it holds: hosts and drain marks live in the
+    ConfigMap and on the pods, which a watch of the job does not see."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError("still not settled after %gs" % timeout)
+        time.sleep(0.2)
+
+
+def shrunk(client, n):
+    """The hosts are down to n and every unlisted worker carries its drain mark."""
+    workers = client.get_workers(NAME)
+    return len(client.get_hosts(NAME)) == n and all(w.listed or w.draining_since for w in workers)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--namespace", help="the job's namespace (default: the kubeconfig's)")
@@ -57,7 +73,7 @@ def main():
     show(client, "scaled to 4 in %.1f s" % (time.monotonic() - start))
 
     client.scale(NAME, 1)
-    client.wait_for(NAME, until=lambda j: len(client.get_hosts(NAME)) == 1, timeout=120)
+    settle(lambda: shrunk(client, 1), timeout=120)
     show(client, "scaled to 1: the others leave the hosts at once and drain for 10 s")
 
     try:
