@@ -2,16 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	mathrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -25,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/pkg/operator"
 	"github.com/kubeflow/mpi-operator/test/testcluster"
 )
 
@@ -95,7 +89,7 @@ type slowWebhook struct {
 
 // startSlowWebhook serves the webhook and registers it with the API server.
 func startSlowWebhook(ctx context.Context, kube kubernetes.Interface, maxDelay time.Duration, seed int64) (*slowWebhook, error) {
-	certPEM, tlsCert, err := loopbackCert()
+	certPEM, tlsCert, err := operator.SelfSignedCert("chaos-webhook")
 	if err != nil {
 		return nil, err
 	}
@@ -161,29 +155,4 @@ func (w *slowWebhook) stop() { _ = w.srv.Close() }
 // unregister removes the webhook from the API server.
 func (w *slowWebhook) unregister(ctx context.Context, kube kubernetes.Interface) error {
 	return kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "chaos-slow-pods", metav1.DeleteOptions{})
-}
-
-// loopbackCert is a self-signed certificate for 127.0.0.1, in PEM for the
-// webhook's CA bundle and as the server's.
-func loopbackCert() ([]byte, tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: "chaos-webhook"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, tls.Certificate{}, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }

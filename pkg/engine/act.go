@@ -132,7 +132,7 @@ type PodSteps struct {
 // Prepare carries out steps 1 to 3 of Act and returns the others, to run
 // next (see Act for the gates).
 func (e *Engine) Prepare(ctx context.Context, job Job, ws []elastic.Worker, plan elastic.Plan, h Hooks) (Outcome, PodSteps, error) {
-	key := job.key()
+	key := job.Owner.Key()
 	out := Outcome{Settled: e.Pods.Expectations.Satisfied(key), Requeue: plan.Requeue}
 	changing := e.Pods.Expectations.Changing(key)
 	if !out.Settled {
@@ -199,8 +199,6 @@ func AtBound(key string, plan elastic.Plan, maxPods int) error {
 	return &reconcile.BoundError{Job: key, Pods: plan.Pods, Max: maxPods, HeldBack: plan.HeldBack}
 }
 
-func (j Job) key() string { return j.Owner.Object.GetNamespace() + "/" + j.Owner.Object.GetName() }
-
 // create creates the workers of indices, of the planned ones (all the step
 // creates), in batches that start at one pod and double, as the Job
 // controller's do, and returns the indices created. The step's event comes
@@ -219,7 +217,7 @@ func (e *Engine) create(ctx context.Context, job Job, h Hooks, indices, planned 
 	}
 	if len(created) > 0 {
 		klog.FromContext(ctx).V(2).Info("Created workers", "indices", created)
-		if ev, first := e.Steps.Created(job.key(), job.UID, job.Generation, job.Replicas, workerNames(job, planned)); first {
+		if ev, first := e.Steps.Created(job.Owner.Key(), job.UID, job.Generation, job.Replicas, workerNames(job, planned)); first {
 			h.Event(corev1.EventTypeNormal, ev.Reason, ev.Message)
 			metrics.WorkerResizes.WithLabelValues("up").Inc()
 		}

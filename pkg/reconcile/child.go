@@ -18,6 +18,10 @@ type Owner struct {
 	Object metav1.Object
 }
 
+// Key is the owner's queue key, "namespace/name", under which the
+// expectations of its pod writes are kept.
+func (o Owner) Key() string { return o.Object.GetNamespace() + "/" + o.Object.GetName() }
+
 // controls tells whether obj's controller reference is the owner.
 func (o Owner) controls(obj metav1.Object) bool {
 	return metav1.IsControlledBy(obj, o.Object)

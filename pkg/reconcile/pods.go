@@ -25,10 +25,6 @@ type PodWrites struct {
 	Expectations *Expectations
 }
 
-func ownerKey(owner Owner) string {
-	return owner.Object.GetNamespace() + "/" + owner.Object.GetName()
-}
-
 // RestartPolicyOf is the restart policy of a pod whose replica spec asks
 // for policy, upstream's Always, OnFailure, Never or ExitCode. ExitCode is
 // the controller's to act on, so such pods never restart by themselves.
@@ -44,7 +40,7 @@ func RestartPolicyOf[P ~string](policy P) corev1.RestartPolicy {
 // Create creates one of the owner's pods. A pod of that name that the owner
 // does not control is reported as a ForeignError.
 func (w *PodWrites) Create(ctx context.Context, owner Owner, pod *corev1.Pod) (*corev1.Pod, error) {
-	key := ownerKey(owner)
+	key := owner.Key()
 	w.Expectations.ExpectCreate(key, pod.Name)
 	created, err := w.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err == nil {
@@ -86,7 +82,7 @@ func (w *PodWrites) adopt(ctx context.Context, key string, pod *corev1.Pod) (*co
 // Annotate sets one annotation of one of the owner's pods. A pod that is
 // gone already needs none: it returns nil and no error.
 func (w *PodWrites) Annotate(ctx context.Context, owner Owner, pod *corev1.Pod, name, value string) (*corev1.Pod, error) {
-	key := ownerKey(owner)
+	key := owner.Key()
 	w.Expectations.ExpectChange(key, pod.UID, ShowsAnnotation(name, value))
 	patched, err := w.annotate(ctx, pod, name, value)
 	if err != nil || patched == nil {
@@ -128,7 +124,7 @@ func (w *PodWrites) annotate(ctx context.Context, pod *corev1.Pod, name, value s
 // Delete deletes exactly this pod: not a newer one of the same name. A pod
 // gone already, or replaced by a newer one, is no error.
 func (w *PodWrites) Delete(ctx context.Context, owner Owner, pod *corev1.Pod) error {
-	key, uid := ownerKey(owner), pod.UID
+	key, uid := owner.Key(), pod.UID
 	w.Expectations.ExpectChange(key, uid, ShowsDeletion)
 	err := w.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &uid},

@@ -194,21 +194,27 @@ func (c *Cluster) InstallOperator(ctx context.Context, api API, bindingName stri
 	if err := c.KubectlRun(ctx, "apply", "-n", OperatorNamespace, "-f", filepath.Join(api.Manifests, "role.yaml")); err != nil {
 		return err
 	}
-	_, err = c.Kube.RbacV1().RoleBindings(OperatorNamespace).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: bindingName},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "mpi-operator"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: OperatorSA, Namespace: OperatorNamespace}},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+	// The account's bindings to that Role and to the ClusterRole.
+	meta := metav1.ObjectMeta{Name: bindingName}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: OperatorSA, Namespace: OperatorNamespace}}
+	ref := func(kind string) rbacv1.RoleRef {
+		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: "mpi-operator"}
 	}
-	_, err = c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: bindingName},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "mpi-operator"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: OperatorSA, Namespace: OperatorNamespace}},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+	for _, bind := range []func() error{
+		func() error {
+			_, err := c.Kube.RbacV1().RoleBindings(OperatorNamespace).Create(ctx,
+				&rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: ref("Role"), Subjects: subjects}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := c.Kube.RbacV1().ClusterRoleBindings().Create(ctx,
+				&rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: ref("ClusterRole"), Subjects: subjects}, metav1.CreateOptions{})
+			return err
+		},
+	} {
+		if err := bind(); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
 	}
 	tr, err := c.Kube.CoreV1().ServiceAccounts(OperatorNamespace).CreateToken(ctx, OperatorSA,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](48 * 3600)}},
