@@ -91,8 +91,6 @@ type MPIJobController struct {
 	// countChanges holds back status writes that change the replica counts
 	// or the Resizing condition only (status.go).
 	countChanges countChanges
-	// cmWrites paces the ConfigMap writes that add hosts (configmap.go).
-	cmWrites configMapWrites
 	// refreshes remembers the launcher refreshes the cache has yet to
 	// show (launcher.go).
 	refreshes launcherRefreshes
@@ -162,7 +160,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		expectations: reconcile.NewExpectations(clk),
 	}
 	c.memory = reconcile.JobMemory{c.expectations, &c.runningSince, &c.statusWrites, &c.countChanges,
-		&c.cmWrites, &c.refreshes}
+		&c.refreshes}
 	c.health = reconcile.NewHealth(clk, c.queue.Len)
 	c.pods = reconcile.PodWrites{Client: c.kubeClient, Lister: c.podLister, Expectations: c.expectations}
 	c.creations = c.pods
@@ -174,8 +172,8 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		c.listing.kube = cfg.ListingClient
 		c.listing.pods.Client = cfg.ListingClient
 	}
-	c.engine = &engine.Engine{Pods: c.pods, Creations: c.creations}
-	c.memory = append(c.memory, &c.engine.Steps)
+	c.engine = &engine.Engine{Pods: c.pods, Creations: c.creations, Pace: &engine.Pace{BytesPerSecond: cfg.WriteBytesPerSecond}}
+	c.memory = append(c.memory, &c.engine.Steps, c.engine.Pace)
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueJob,

@@ -175,11 +175,15 @@ func (c *MPIJobController) listWorkers(ctx context.Context, obs *observed, now m
 	plan.Create, plan.Remove = nil, nil
 	// The fast path's engine marks through the listing client; it
 	// creates nothing, so it has no scale steps to remember.
-	listing := &engine.Engine{Pods: c.listing.pods}
+	listing := &engine.Engine{Pods: c.listing.pods, Pace: c.engine.Pace}
 	acted, _, err := listing.Prepare(ctx, engineJob(job, now.Time), obs.workers, plan,
 		c.hooks(c.listing, job, &launcher, obs.belowMin.Since))
 	if err != nil {
 		return err
+	}
+	if acted.Held > 0 {
+		c.discoveryQueue.AddAfter(jobKey(job), acted.Held)
+		return nil
 	}
 	klog.FromContext(ctx).V(4).Info("Discovery synced", "running", plan.Hosts.Running)
 	if acted.Written {

@@ -60,10 +60,15 @@ type fixture struct {
 	clock      *clocktesting.FakeClock
 }
 
+// unpaced is a pace (Config.WriteBytesPerSecond) at which no write waits.
+const unpaced = 1 << 50
+
 func newFixture(t *testing.T) *fixture {
 	return &fixture{
-		t:     t,
-		cfg:   Config{KubectlDeliveryImage: testDeliveryImage, RefreshLauncher: true},
+		t: t,
+		// The fake clock stands still between a test's syncs: a job's
+		// pace would hold every sync after its first write.
+		cfg:   Config{KubectlDeliveryImage: testDeliveryImage, RefreshLauncher: true, WriteBytesPerSecond: unpaced},
 		clock: clocktesting.NewFakeClock(testNow),
 	}
 }

@@ -41,6 +41,10 @@ type Config struct {
 	// draining (elastic.Spec.MaxPods); zero means kubeflow.MaxWorkers, the
 	// most a job may ask for. Tests set a small one.
 	MaxWorkerPods int
+	// WriteBytesPerSecond is the pace of each job's writes of its files
+	// and the objects beside them (engine.Pace); zero means
+	// engine.DefaultBytesPerSecond. Tests set a slow one.
+	WriteBytesPerSecond int
 	// EventClient, when set, writes the controller's events, under rate
 	// limits of its own, so that a burst of events never delays the
 	// requests that change the jobs. Nil means the controller's client.

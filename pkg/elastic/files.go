@@ -81,15 +81,6 @@ func hostfileOnlyGains(cur, want map[string]string) bool {
 	return gains(lines(cur[HostfileKey]), lines(want[HostfileKey]))
 }
 
-// OnlyAddsHosts tells whether the discover_hosts.sh want lists every host
-// that cur lists, and more.
-func OnlyAddsHosts(cur, want string) bool {
-	if cur == want {
-		return false
-	}
-	return gains(ParseDiscoverHosts(cur), ParseDiscoverHosts(want))
-}
-
 // gains tells whether after holds every member of before, and more.
 func gains(before, after map[string]bool) bool {
 	if len(after) <= len(before) {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +38,9 @@ type Engine struct {
 	// their own.
 	Creations reconcile.PodWrites
 	Steps     ScaleSteps
+	// Pace keeps each job's writes of its files and the objects beside
+	// them to a byte rate; nil means no pacing.
+	Pace *Pace
 }
 
 // Job is what the engine knows of one job in one sync.
@@ -86,6 +91,9 @@ type Outcome struct {
 	Created []int
 	// Requeue is when the job needs another look, if it does.
 	Requeue time.Duration
+	// Held is set when the job's writes were held back (Pace): how long
+	// until they may go on.
+	Held time.Duration
 }
 
 // Act carries out plan for job, in the one order both operators follow:
@@ -144,19 +152,41 @@ func (e *Engine) Prepare(ctx context.Context, job Job, ws []elastic.Worker, plan
 	plan.Create = plan.Create[:min(len(plan.Create), MaxCreatesPerSync)]
 	rest.create = plan.Create
 
+	// A job whose last writes are not paid for yet (Pace) writes nothing
+	// that would change an object; what is as wanted counts as written.
+	wait := e.Pace.Wait(key, job.Now)
+	meter := reconcile.Meter{Hold: wait > 0}
+	wctx := reconcile.WithMeter(ctx, &meter)
+	var filesHeld, besideHeld atomic.Bool
 	writes := []func() error{func() (err error) {
 		if changing {
 			return nil
 		}
-		out.Script, err = h.Files(ctx, plan)
+		out.Script, err = h.Files(wctx, plan)
+		if reconcile.IsHeld(err) {
+			filesHeld.Store(true)
+			return nil
+		}
 		out.Written = err == nil
 		return err
 	}}
 	for _, beside := range h.Beside {
-		writes = append(writes, func() error { return beside(ctx, plan, out.Settled) })
+		writes = append(writes, func() error {
+			err := beside(wctx, plan, out.Settled)
+			if reconcile.IsHeld(err) {
+				besideHeld.Store(true)
+				return nil
+			}
+			return err
+		})
 	}
-	if err := reconcile.Concurrently(writes...); err != nil {
+	err := reconcile.Concurrently(writes...)
+	e.Pace.Wrote(key, job.Now, meter.Bytes())
+	if err != nil {
 		return out, PodSteps{}, err
+	}
+	if filesHeld.Load() || besideHeld.Load() {
+		out, rest = e.hold(ctx, out, rest, wait, besideHeld.Load())
 	}
 	if out.Written && h.Tell != nil {
 		if err := h.Tell(ctx, out.Script); err != nil {
@@ -169,6 +199,26 @@ func (e *Engine) Prepare(ctx context.Context, job Job, ws []elastic.Worker, plan
 		}
 	}
 	return out, rest, nil
+}
+
+// hold records that the job's pace held back a write of its files or of
+// an object beside them: the job comes back once paid. Of the deletions,
+// only those of workers whose drain mark says a written script left them
+// out go on; when an object beside the files was held (the exec rights of
+// the workers to create), no worker is created either.
+func (e *Engine) hold(ctx context.Context, out Outcome, rest PodSteps, wait time.Duration, creations bool) (Outcome, PodSteps) {
+	klog.FromContext(ctx).V(4).Info("Writes held back", "wait", wait, "creations", creations)
+	metrics.PacedSyncs.Inc()
+	if creations {
+		rest.create, rest.replace = nil, false
+	}
+	rest.remove = slices.DeleteFunc(slices.Clone(rest.remove), func(p *corev1.Pod) bool {
+		_, marked := p.Annotations[elastic.AnnotationDrainingSince]
+		return !marked
+	})
+	out.Held = wait
+	out.Requeue = elastic.Sooner(out.Requeue, wait)
+	return out, rest
 }
 
 // Run creates, deletes and marks the replaced workers, and returns the

@@ -87,6 +87,40 @@ func newActFixture(t *testing.T, workers int) *actFixture {
 	return f
 }
 
+// ensure gets or creates the job's ConfigMap name holding data, through
+// reconcile.Ensure as the controllers write their files and objects.
+func (f *actFixture) ensure(ctx context.Context, name, data string) error {
+	cms := f.client.CoreV1().ConfigMaps("ns")
+	ch := reconcile.ChildOf("ConfigMap",
+		func(_, name string) (*corev1.ConfigMap, error) {
+			return cms.Get(context.Background(), name, metav1.GetOptions{})
+		},
+		func(string) reconcile.TypedClient[*corev1.ConfigMap] { return cms },
+		func(cur, want *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
+			if cur.Data["data"] == want.Data["data"] {
+				return cur, false
+			}
+			merged := cur.DeepCopy()
+			merged.Data = want.Data
+			return merged, true
+		})
+	want := &corev1.ConfigMap{ObjectMeta: f.worker(0).ObjectMeta, Data: map[string]string{"data": data}}
+	want.Name = name
+	_, err := reconcile.Ensure(ctx, f.job.Owner, ch, want)
+	return err
+}
+
+// objectWrites are the creations and updates of ConfigMaps so far.
+func (f *actFixture) objectWrites() []string {
+	var out []string
+	for _, a := range f.client.Actions() {
+		if a.GetResource().Resource == "configmaps" && (a.GetVerb() == "create" || a.GetVerb() == "update") {
+			out = append(out, a.GetVerb())
+		}
+	}
+	return out
+}
+
 func (f *actFixture) record(step string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -110,7 +144,7 @@ func (f *actFixture) act(replicas int) (Outcome, error) {
 	})
 	plan := elastic.PlanWorkers(spec, ws, len(f.pods), func(int) elastic.Holder { return elastic.NameFree }, testNow)
 	return f.engine.Act(context.Background(), f.job, ws, plan, Hooks{
-		Files: func(_ context.Context, plan elastic.Plan) (string, error) {
+		Files: func(ctx context.Context, plan elastic.Plan) (string, error) {
 			f.record("files")
 			if f.filesErr != nil {
 				return "", f.filesErr
@@ -119,13 +153,14 @@ func (f *actFixture) act(replicas int) (Outcome, error) {
 			for _, name := range plan.Hosts.Running {
 				script += "echo " + name + ":1\n"
 			}
-			return script, nil
+			return script, f.ensure(ctx, "j-files", script)
 		},
-		Beside: []func(context.Context, elastic.Plan, bool) error{func(_ context.Context, plan elastic.Plan, settled bool) error {
-			if settled {
-				f.record(fmt.Sprintf("exec %v", plan.Exec))
+		Beside: []func(context.Context, elastic.Plan, bool) error{func(ctx context.Context, plan elastic.Plan, settled bool) error {
+			if !settled {
+				return nil
 			}
-			return nil
+			f.record(fmt.Sprintf("exec %v", plan.Exec))
+			return f.ensure(ctx, "j-exec", fmt.Sprint(plan.Exec))
 		}},
 		Tell: func(context.Context, string) error {
 			f.record("tell")

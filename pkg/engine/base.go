@@ -53,14 +53,14 @@ func NewBase(kube kubernetes.Interface, pods corelisters.PodLister, recorder rec
 	b := &Base{Queue: reconcile.NewQueue(), Recorder: recorder, Clock: clk, Expectations: reconcile.NewExpectations(clk)}
 	b.Health = reconcile.NewHealth(clk, b.Queue.Len)
 	b.Pods = reconcile.PodWrites{Client: kube, Lister: pods, Expectations: b.Expectations}
-	b.Engine = &Engine{Pods: b.Pods, Creations: b.Pods}
+	b.Engine = &Engine{Pods: b.Pods, Creations: b.Pods, Pace: &Pace{}}
 	return b
 }
 
 // Stores are the stores of the Base that remember jobs, for the
 // controller's reconcile.JobMemory.
 func (b *Base) Stores() reconcile.JobMemory {
-	return reconcile.JobMemory{b.Expectations, &b.StatusWrites, &b.Engine.Steps}
+	return reconcile.JobMemory{b.Expectations, &b.StatusWrites, &b.Engine.Steps, b.Engine.Pace}
 }
 
 // NewRecorder returns a recorder of component's events, which go to the API

@@ -61,6 +61,12 @@ var (
 		Help:    "Time taken by one sync of an MPIJob, by queue (main, discovery).",
 		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
 	}, []string{"queue"})
+	// PacedSyncs counts the syncs whose writes of a job's files and the
+	// objects beside them waited for the job's pace.
+	PacedSyncs = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mpi_operator_paced_syncs_total",
+		Help: "Syncs whose writes of a job's files, Role and PodGroup were held back to keep the job's write rate.",
+	})
 	// UndecodableObjects counts the versions of objects that the operator
 	// skipped because they cannot be decoded, by resource; each also gets
 	// a Warning event.
@@ -73,5 +79,5 @@ var (
 // Register adds every metric to reg. Call it once per registry.
 func Register(reg prometheus.Registerer) {
 	reg.MustRegister(JobsCreated, JobsSuccessful, JobsFailed, JobInfo, IsLeader,
-		WorkerResizes, WorkersReplaced, DiscoveryLatency, SyncSeconds, UndecodableObjects)
+		WorkerResizes, WorkersReplaced, DiscoveryLatency, SyncSeconds, UndecodableObjects, PacedSyncs)
 }

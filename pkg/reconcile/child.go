@@ -100,8 +100,12 @@ func Ensure[T metav1.Object](ctx context.Context, owner Owner, ch Child[T], want
 
 // create creates want, which the cache does not show.
 func create[T metav1.Object](ctx context.Context, owner Owner, ch Child[T], want T) (T, error) {
+	if err := held(ctx, ch.Kind, want.GetName()); err != nil {
+		return want, err
+	}
 	created, err := ch.Create(ctx, want)
 	if err == nil {
+		charge(ctx, created)
 		klog.FromContext(ctx).V(2).Info("Created child", "kind", ch.Kind, "name", want.GetName())
 		return created, nil
 	}
@@ -120,6 +124,7 @@ func create[T metav1.Object](ctx context.Context, owner Owner, ch Child[T], want
 			if err != nil {
 				return want, fmt.Errorf("restoring the labels of %s %s: %w", ch.Kind, want.GetName(), err)
 			}
+			charge(ctx, adopted)
 			klog.FromContext(ctx).Info("Restored the labels of a child the informer could not see", "kind", ch.Kind, "name", want.GetName())
 			return update(ctx, ch, adopted, want)
 		}
@@ -156,10 +161,14 @@ func update[T metav1.Object](ctx context.Context, ch Child[T], cur, want T) (T, 
 	if !changed {
 		return cur, nil
 	}
+	if err := held(ctx, ch.Kind, want.GetName()); err != nil {
+		return cur, err
+	}
 	updated, err := ch.Update(ctx, merged)
 	if err != nil {
 		return cur, fmt.Errorf("updating %s %s: %w", ch.Kind, want.GetName(), err)
 	}
+	charge(ctx, updated)
 	klog.FromContext(ctx).V(2).Info("Updated child", "kind", ch.Kind, "name", want.GetName())
 	return updated, nil
 }

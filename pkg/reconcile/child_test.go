@@ -32,6 +32,8 @@ type childWorld struct {
 	// getErr, fetchErr, createErr and updateErr, if set, fail those calls.
 	getErr, fetchErr, createErr, updateErr error
 	writes                                 []string // "create name", "update name"
+	// stored are the bytes of the objects the server stored.
+	stored int
 }
 
 func newChildWorld() *childWorld {
@@ -107,6 +109,7 @@ func (w *childWorld) write(verb string, cm *corev1.ConfigMap, err error) (*corev
 	stored := cm.DeepCopy()
 	stored.ResourceVersion = verb + "d"
 	w.server[cm.Name] = stored
+	w.stored += stored.Size()
 	return stored, nil
 }
 
@@ -271,10 +274,14 @@ func TestEnsure(t *testing.T) {
 			w := newChildWorld()
 			tc.prepare(w)
 			_, ctx := ktesting.NewTestContext(t)
+			var meter Meter
 			want := configMap(&testOwner, wantData)
 			want.Labels = tc.labels
-			got, err := Ensure(ctx, testOwner, w.child(), want)
+			got, err := Ensure(WithMeter(ctx, &meter), testOwner, w.child(), want)
 			checkErr(t, err, tc.wantErr, tc.isErr)
+			if meter.Bytes() != w.stored {
+				t.Errorf("the meter counted %d bytes, the server stored %d", meter.Bytes(), w.stored)
+			}
 			if tc.wantLabels != nil && !maps.Equal(w.server["pi-config"].Labels, tc.wantLabels) {
 				t.Errorf("labels on the server %v, want %v", w.server["pi-config"].Labels, tc.wantLabels)
 			}
@@ -283,6 +290,43 @@ func TestEnsure(t *testing.T) {
 			}
 			if got.ResourceVersion != tc.wantRV || !maps.Equal(got.Data, tc.wantData) {
 				t.Errorf("returned version %q with %v, want %q with %v", got.ResourceVersion, got.Data, tc.wantRV, tc.wantData)
+			}
+		})
+	}
+}
+
+// TestEnsureHeld: under a meter that holds writes, Ensure sends no write:
+// what would have to be created or updated is left as it is,
+// with an error IsHeld knows; what is as wanted is returned as ever.
+func TestEnsureHeld(t *testing.T) {
+	wantData := map[string]string{"hostfile": "pi-worker-0 slots=1\n"}
+	cases := []struct {
+		name    string
+		prepare func(w *childWorld)
+		held    bool
+	}{
+		{name: "absent", prepare: func(*childWorld) {}, held: true},
+		{name: "owned and different", prepare: func(w *childWorld) {
+			w.existing(configMap(&testOwner, map[string]string{"hostfile": "old"}), true)
+		}, held: true},
+		{name: "owned and the same", prepare: func(w *childWorld) {
+			w.existing(configMap(&testOwner, wantData), true)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newChildWorld()
+			tc.prepare(w)
+			_, ctx := ktesting.NewTestContext(t)
+			meter := Meter{Hold: true}
+			want := configMap(&testOwner, wantData)
+			want.Labels = map[string]string{"app": "pi"}
+			_, err := Ensure(WithMeter(ctx, &meter), testOwner, w.child(), want)
+			if IsHeld(err) != tc.held {
+				t.Errorf("error %v, held %t, want held %t", err, IsHeld(err), tc.held)
+			}
+			if len(w.writes) != 0 || meter.Bytes() != 0 {
+				t.Errorf("requests %v and %d bytes written under a hold", w.writes, meter.Bytes())
 			}
 		})
 	}

@@ -119,6 +119,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		otherPods:      others.Lister(),
 	}
 	c.Base = engine.NewBase(kube, c.podLister, recorder, clk)
+	c.Engine.Pace.BytesPerSecond = cfg.WriteBytesPerSecond
 	c.memory = c.Stores()
 
 	// everyEvent handles adds, updates and deletes alike.

@@ -85,7 +85,10 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	_, ctx := ktesting.NewTestContext(t)
-	return &fixture{t: t, ctx: ctx, cfg: Config{RefreshLauncher: true}, clock: clocktesting.NewFakeClock(testNow)}
+	// The fake clock stands still between a test's syncs: a job's pace
+	// would hold every sync after its first write.
+	cfg := Config{RefreshLauncher: true, WriteBytesPerSecond: 1 << 50}
+	return &fixture{t: t, ctx: ctx, cfg: cfg, clock: clocktesting.NewFakeClock(testNow)}
 }
 
 // start makes the controller on objs: MPIJobs, kube objects and PodGroups.

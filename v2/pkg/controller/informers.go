@@ -44,6 +44,10 @@ type Config struct {
 	// draining (elastic.Spec.MaxPods); zero means v2beta1.MaxWorkers, the
 	// most a job may ask for. Tests set a small one.
 	MaxWorkerPods int
+	// WriteBytesPerSecond is the pace of each job's writes of its files
+	// and the objects beside them (engine.Pace); zero means
+	// engine.DefaultBytesPerSecond. Tests set a slow one.
+	WriteBytesPerSecond int
 	// EventClient, when set, writes the controller's events, under rate
 	// limits of its own. Nil means the controller's client.
 	EventClient kubernetes.Interface
