@@ -70,7 +70,7 @@ func testLauncherJob() *batchv1.Job {
 							}},
 						},
 					},
-					RestartPolicy: corev1.RestartPolicyNever,
+					RestartPolicy: corev1.RestartPolicyOnFailure,
 				},
 			},
 		},
@@ -190,6 +190,7 @@ func TestNewLauncherJob(t *testing.T) {
 			name:   "ExitCode: Never, and the Job fails at once on a permanent exit code",
 			modify: func(j *v2beta1.MPIJob) { launcherSpec(j).RestartPolicy = v2beta1.RestartPolicyExitCode },
 			want: func(lj *batchv1.Job) {
+				lj.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 				lj.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
 					{
 						Action:          batchv1.PodFailurePolicyActionIgnore,
@@ -207,9 +208,9 @@ func TestNewLauncherJob(t *testing.T) {
 			},
 		},
 		{
-			name:   "OnFailure",
-			modify: func(j *v2beta1.MPIJob) { launcherSpec(j).RestartPolicy = v2beta1.RestartPolicyOnFailure },
-			want:   func(lj *batchv1.Job) { lj.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
+			name:   "Never",
+			modify: func(j *v2beta1.MPIJob) { launcherSpec(j).RestartPolicy = v2beta1.RestartPolicyNever },
+			want:   func(lj *batchv1.Job) { lj.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever },
 		},
 		{
 			name:   "Always, which a Job's pod cannot have, is OnFailure",
@@ -218,7 +219,7 @@ func TestNewLauncherJob(t *testing.T) {
 		},
 		{
 			name:   "the template's restartPolicy gives way to the replica's",
-			modify: func(j *v2beta1.MPIJob) { launcherSpec(j).Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
+			modify: func(j *v2beta1.MPIJob) { launcherSpec(j).Template.Spec.RestartPolicy = corev1.RestartPolicyNever },
 		},
 		{
 			name: "volcano",

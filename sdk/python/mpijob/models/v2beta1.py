@@ -208,7 +208,7 @@ class V2beta1ReplicaSpec(Model):
         replicas: Replicas is the number of pods. Unset means 1.
         restart_policy: RestartPolicy is the pods' restart policy: Always, OnFailure, Never
             or ExitCode (Never, and the launcher Job retries on a retryable exit
-            code). Unset means Never.
+            code). Unset means OnFailure for the launcher, Never for the workers.
             (JSON `restartPolicy`; one of Always, OnFailure, Never, ExitCode)
         template: Template is the pod template of the replicas; its labels and
             annotations are carried to every pod.

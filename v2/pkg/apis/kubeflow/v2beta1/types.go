@@ -153,7 +153,7 @@ type ReplicaSpec struct {
 
 	// RestartPolicy is the pods' restart policy: Always, OnFailure, Never
 	// or ExitCode (Never, and the launcher Job retries on a retryable exit
-	// code). Unset means Never.
+	// code). Unset means OnFailure for the launcher, Never for the workers.
 	// +optional
 	// +kubebuilder:validation:Enum=Always;OnFailure;Never;ExitCode
 	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
