@@ -40,10 +40,16 @@ const defaultClusterDomain = "cluster.local"
 var sshdCommand = []string{"/usr/sbin/sshd", "-De"}
 
 // newWorker returns worker pod number index: the Worker template with the
-// job's labels, a stable host name under the job's Service, the SSH keys and,
-// when the template's first container has neither command nor arguments, an
-// SSH server for the launcher to start ranks through. The job must be valid:
-// it has a Worker template with a container.
+// job's labels, a stable host name under the job's Service, the job's domain
+// in its DNS search path, the SSH keys and, when the template's first
+// container has neither command nor arguments, an SSH server for the
+// launcher to start ranks through. The job must be valid: it has a Worker
+// template with a container.
+//
+// Every worker searches the job's domain, whatever the MPI implementation,
+// as the upstream operator's workers do: Intel MPI's and MPICH's hydra
+// proxies need it to reach the launcher by its bare hostname, and programs
+// and scripts written for upstream's pods may name their peers so too.
 func newWorker(job *v2beta1.MPIJob, index int, gang gangScheduler, clusterDomain string) *corev1.Pod {
 	spec := job.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker]
 	name := workerName(job, index)
@@ -51,9 +57,7 @@ func newWorker(job *v2beta1.MPIJob, index int, gang gangScheduler, clusterDomain
 	tmpl.Labels[labelReplicaIndex] = strconv.Itoa(index)
 	tmpl.Spec.Hostname = name
 	tmpl.Spec.RestartPolicy = reconcile.RestartPolicyOf(spec.RestartPolicy)
-	if usesHydra(job) {
-		addDNSSearch(&tmpl.Spec, launcherDomain(job, clusterDomain))
-	}
+	addDNSSearch(&tmpl.Spec, jobDomain(job, clusterDomain))
 	main := &tmpl.Spec.Containers[0]
 	if len(main.Command) == 0 && len(main.Args) == 0 {
 		main.Command = slices.Clone(sshdCommand)
@@ -115,11 +119,10 @@ func usesHydra(job *v2beta1.MPIJob) bool {
 	return impl == v2beta1.MPIImplementationIntel || impl == v2beta1.MPIImplementationMPICH
 }
 
-// launcherDomain is the DNS domain of the job's pods, under which the
-// launcher's bare hostname resolves: <job>.<namespace>.svc.<domain>. A
-// search domain must be complete, so the default cluster domain stands in
-// for an unknown one.
-func launcherDomain(job *v2beta1.MPIJob, clusterDomain string) string {
+// jobDomain is the DNS domain of the job's pods, under which their bare
+// hostnames resolve: <job>.<namespace>.svc.<domain>. A search domain must
+// be complete, so the default cluster domain stands in for an unknown one.
+func jobDomain(job *v2beta1.MPIJob, clusterDomain string) string {
 	if clusterDomain == "" {
 		clusterDomain = defaultClusterDomain
 	}
