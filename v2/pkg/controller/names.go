@@ -65,14 +65,20 @@ func launcherName(job *v2beta1.MPIJob) string      { return job.Name + launcherS
 func podGroupName(job *v2beta1.MPIJob) string      { return job.Name }
 func workerName(job *v2beta1.MPIJob, i int) string { return job.Name + workerInfix + strconv.Itoa(i) }
 
-// podLabels are the labels every pod of the job carries in the given role,
-// over its template's.
-func podLabels(job *v2beta1.MPIJob, role string) map[string]string {
+// jobLabels are the labels every pod of the job carries, whatever its role.
+func jobLabels(job *v2beta1.MPIJob) map[string]string {
 	return map[string]string{
 		labelOperatorName: operatorName,
 		labelJobName:      job.Name,
-		labelJobRole:      role,
 	}
+}
+
+// podLabels are the labels every pod of the job carries in the given role,
+// over its template's.
+func podLabels(job *v2beta1.MPIJob, role string) map[string]string {
+	l := jobLabels(job)
+	l[labelJobRole] = role
+	return l
 }
 
 // workerSelector selects the job's workers in its namespace.

@@ -111,14 +111,6 @@ func withEntries(m, add map[string]string) map[string]string {
 	return m
 }
 
-// usesHydra tells whether the job's MPI starts its ranks through the hydra
-// process manager (Intel MPI, MPICH), whose proxies on the workers connect
-// back to the launcher by its bare hostname.
-func usesHydra(job *v2beta1.MPIJob) bool {
-	impl := job.Spec.MPIImplementation
-	return impl == v2beta1.MPIImplementationIntel || impl == v2beta1.MPIImplementationMPICH
-}
-
 // jobDomain is the DNS domain of the job's pods, under which their bare
 // hostnames resolve: <job>.<namespace>.svc.<domain>. A search domain must
 // be complete, so the default cluster domain stands in for an unknown one.
