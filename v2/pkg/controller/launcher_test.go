@@ -149,7 +149,7 @@ func TestNewLauncherJob(t *testing.T) {
 			},
 		},
 		{
-			name: "the template's own values win and come first",
+			name: "the template's values come first and the operator's follow, winning where both set a name",
 			modify: func(j *v2beta1.MPIJob) {
 				launcherSpec(j).Template.Spec.Containers[0].Env = []corev1.EnvVar{
 					{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"},
@@ -157,15 +157,10 @@ func TestNewLauncherJob(t *testing.T) {
 				}
 			},
 			want: func(lj *batchv1.Job) {
-				*env(lj) = []corev1.EnvVar{
+				*env(lj) = append([]corev1.EnvVar{
 					{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"},
 					{Name: "OMPI_MCA_plm_rsh_args", Value: "-o ConnectionAttempts=30 -p 2222"},
-					{Name: "K_MPI_JOB_ROLE", Value: "launcher"},
-					{Name: "OMPI_MCA_orte_keep_fqdn_hostnames", Value: "true"},
-					{Name: "OMPI_MCA_orte_default_hostfile", Value: "/etc/mpi/hostfile"},
-					{Name: "OMPI_MCA_orte_set_default_slots", Value: "1"},
-					{Name: "NVIDIA_DRIVER_CAPABILITIES"},
-				}
+				}, testOpenMPIEnv()...)
 			},
 		},
 		{

@@ -162,14 +162,13 @@ func addSSHAuth(spec *corev1.PodSpec, job *v2beta1.MPIJob) {
 	})
 }
 
-// addEnv appends the variables the container does not set itself: a
-// template's own value wins, and no name is listed twice.
+// addEnv appends vars to the container's environment, after the
+// template's own, as the upstream operator does: where both set a name,
+// the container sees the operator's value (the last definition of a name
+// wins), and a template variable that refers to the name before the
+// operator's definition sees the template's.
 func addEnv(c *corev1.Container, vars ...corev1.EnvVar) {
-	for _, v := range vars {
-		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == v.Name }) {
-			c.Env = append(c.Env, v)
-		}
-	}
+	c.Env = append(c.Env, vars...)
 }
 
 func ptr[T any](v T) *T { return &v }

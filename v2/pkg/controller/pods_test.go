@@ -248,7 +248,7 @@ func TestNewWorker(t *testing.T) {
 			},
 		},
 		{
-			name:  "the template's env, volumes and mounts come first; its own role variable wins",
+			name:  "the template's env, volumes and mounts come first; the operator's role variable follows",
 			index: 1,
 			modify: func(j *v2beta1.MPIJob) {
 				pod := workerPod(j)
@@ -257,7 +257,9 @@ func TestNewWorker(t *testing.T) {
 				pod.Volumes = []corev1.Volume{{Name: "data"}}
 			},
 			want: func(p *corev1.Pod) {
-				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "K_MPI_JOB_ROLE", Value: "mine"}}
+				p.Spec.Containers[0].Env = []corev1.EnvVar{
+					{Name: "A", Value: "1"}, {Name: "K_MPI_JOB_ROLE", Value: "mine"}, {Name: "K_MPI_JOB_ROLE", Value: "worker"},
+				}
 				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
 					{Name: "data", MountPath: "/data"},
 					{Name: "ssh-auth", MountPath: "/root/.ssh"},
