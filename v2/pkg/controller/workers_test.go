@@ -128,7 +128,8 @@ func TestReplaceFailedWorker(t *testing.T) {
 }
 
 // TestFixedJobEvictedWorkerFails: a job without an elastic policy cannot
-// replace an evicted worker, and fails as the upstream operator's did.
+// replace an evicted worker, and fails as the upstream operator's did; its
+// launcher Job is then suspended.
 func TestFixedJobEvictedWorkerFails(t *testing.T) {
 	f := newFixture(t).start(storedJob(2))
 	runningJob(t, f, "job-worker-0", "job-worker-1")
@@ -142,23 +143,47 @@ func TestFixedJobEvictedWorkerFails(t *testing.T) {
 	if c := findCondition(&st, v2beta1.JobFailed); c == nil || c.Reason != "MPIJobEvicted" || c.Message != "1/2 workers are evicted" {
 		t.Errorf("Failed = %+v", c)
 	}
+	f.step()
+	f.expectWrites(update("jobs", "job-launcher")) // its pod stops; the workers stay (cleanPodPolicy None)
 }
 
 // TestBelowMinimumFails: an elastic job that runs fewer than minReplicas
-// workers for longer than minReplicasTimeoutSeconds fails.
+// workers for longer than minReplicasTimeoutSeconds fails; once that is
+// recorded, its launcher Job is suspended, so that its pod stops, whatever
+// cleanPodPolicy says, and then its workers go as cleanPodPolicy says.
 func TestBelowMinimumFails(t *testing.T) {
-	f := newFixture(t).start(storedJob(2, withElastic(2, 4), func(j *v2beta1.MPIJob) {
-		j.Spec.ElasticPolicy.MinReplicasTimeoutSeconds = ptr[int32](60)
-	}))
-	runningJob(t, f, "job-worker-0", "job-worker-1")
-	must(t, f.kube.CoreV1().Pods("ns").Delete(f.ctx, "job-worker-1", metaDelete))
-	f.step() // replaces it, and starts the clock
-	f.refresh()
-	f.setPhase(corev1.PodPending, "job-worker-2")
-	f.clock.Step(61 * time.Second)
-	f.step()
-	if got := f.condition(v2beta1.JobFailed); got != "True WorkersBelowMinimum" {
-		t.Errorf("Failed = %q", got)
+	cases := map[v2beta1.CleanPodPolicy][]action{
+		v2beta1.CleanPodPolicyNone: {update("jobs", "job-launcher")},
+		v2beta1.CleanPodPolicyAll: {update("jobs", "job-launcher"), update("configmaps", "job-config"),
+			del("pods", "job-worker-0"), del("pods", "job-worker-2")},
+	}
+	for policy, want := range cases {
+		t.Run(string(policy), func(t *testing.T) {
+			f := newFixture(t).start(storedJob(2, withElastic(2, 4), func(j *v2beta1.MPIJob) {
+				j.Spec.ElasticPolicy.MinReplicasTimeoutSeconds = ptr[int32](60)
+				j.Spec.RunPolicy.CleanPodPolicy = ptr(policy)
+			}))
+			runningJob(t, f, "job-worker-0", "job-worker-1")
+			must(t, f.kube.CoreV1().Pods("ns").Delete(f.ctx, "job-worker-1", metaDelete))
+			f.step() // replaces it, and starts the clock
+			f.refresh()
+			f.setPhase(corev1.PodPending, "job-worker-2")
+			f.clock.Step(61 * time.Second)
+			f.step()
+			if got := f.condition(v2beta1.JobFailed); got != "True WorkersBelowMinimum" {
+				t.Errorf("Failed = %q", got)
+			}
+			f.expectWrites(statusUpdate()) // recorded first
+			f.step()
+			f.expectWrites(want...)
+			if lj := f.launcherJob(); lj.Spec.Suspend == nil || !*lj.Spec.Suspend {
+				t.Error("the launcher Job of a failed job is not suspended")
+			}
+			f.step()
+			if got := f.writes(); slices.Contains(got, update("jobs", "job-launcher")) {
+				t.Errorf("the suspended launcher Job written again: %v", got)
+			}
+		})
 	}
 }
 
