@@ -257,7 +257,8 @@ func TestMalformedJobs(t *testing.T) {
 }
 
 // TestBadEdits changes a valid job in ways the CRD refuses: managedBy,
-// which is immutable, and the replica bounds.
+// which is immutable, the replica bounds, and the removal of an elastic
+// policy.
 func TestBadEdits(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
@@ -298,6 +299,19 @@ func TestBadEdits(t *testing.T) {
 		e.edit(job)
 		_, err := jobs.Update(ctx, job, metav1.UpdateOptions{})
 		wantInvalid(t, e.name, err, e.field)
+	}
+
+	// A job's elastic policy cannot be removed, as a replace by a client
+	// built on upstream's types, which lack the field, would.
+	elastic, err := jobs.Create(ctx, elasticJob(ns, "elastic-policy-removed", 2, 1, 4, 0), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	elastic.Spec.ElasticPolicy = nil
+	_, err = jobs.Update(ctx, elastic, metav1.UpdateOptions{})
+	wantInvalid(t, "elastic-policy-removed", err, "spec.elasticPolicy")
+	if err != nil && !strings.Contains(err.Error(), "cannot be removed once set") {
+		t.Errorf("elastic-policy-removed: the message %q does not say why", err)
 	}
 
 	// Edits that keep managedBy as it is still go through.

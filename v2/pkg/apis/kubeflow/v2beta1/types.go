@@ -70,6 +70,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || has(self.mpiReplicaSpecs.Worker)",message="must be set: an elastic job needs workers",fieldPath=".mpiReplicaSpecs.Worker",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.replicas) ? self.mpiReplicaSpecs.Worker.replicas : 1) >= (has(self.elasticPolicy.minReplicas) ? self.elasticPolicy.minReplicas : 1)",message="must not be less than spec.elasticPolicy.minReplicas (either one unset means 1)",fieldPath=".mpiReplicaSpecs.Worker.replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.maxReplicas) || !has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.replicas) ? self.mpiReplicaSpecs.Worker.replicas : 1) <= self.elasticPolicy.maxReplicas",message="must not be more than spec.elasticPolicy.maxReplicas (unset replicas mean 1)",fieldPath=".mpiReplicaSpecs.Worker.replicas"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.elasticPolicy) || has(self.elasticPolicy)",message="cannot be removed once set: the job would turn into a fixed one and could lose running workers (a client that does not know this field must patch the job, not replace it)",fieldPath=".elasticPolicy",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="(has(self.runPolicy) && has(self.runPolicy.managedBy) && size(self.runPolicy.managedBy) > 0 ? self.runPolicy.managedBy : 'unset') == (has(oldSelf.runPolicy) && has(oldSelf.runPolicy.managedBy) && size(oldSelf.runPolicy.managedBy) > 0 ? oldSelf.runPolicy.managedBy : 'unset')",message="is immutable: it can be set only when the job is created",fieldPath=".runPolicy.managedBy"
 type MPIJobSpec struct {
 	// SlotsPerWorker is the number of MPI slots each worker offers.
@@ -116,7 +117,7 @@ type MPIJobSpec struct {
 	// move between its bounds, workers chosen for removal leave
 	// discover_hosts.sh before they are deleted, and failed workers are
 	// replaced instead of failing the job. An extension of this operator;
-	// the upstream operator ignores it.
+	// the upstream operator ignores it. Once set it cannot be removed.
 	// +optional
 	ElasticPolicy *ElasticPolicy `json:"elasticPolicy,omitempty"`
 }
