@@ -40,7 +40,6 @@ func testLauncherJob() *batchv1.Job {
 						"training.kubeflow.org/operator-name": "mpi-operator",
 						"training.kubeflow.org/job-name":      "job",
 						"training.kubeflow.org/job-role":      "launcher",
-						"training.kubeflow.org/replica-index": "0",
 					},
 					Annotations: map[string]string{"sidecar.istio.io/inject": "false"},
 				},
@@ -130,9 +129,12 @@ func TestNewLauncherJob(t *testing.T) {
 			},
 		},
 		{
-			name:   "the launcher as a worker sees its GPUs",
+			name:   "the launcher as a worker sees its GPUs and has replica index 0",
 			modify: func(j *v2beta1.MPIJob) { j.Spec.RunLauncherAsWorker = ptr(true) },
-			want:   func(lj *batchv1.Job) { *env(lj) = testOpenMPIEnv()[:5] },
+			want: func(lj *batchv1.Job) {
+				*env(lj) = testOpenMPIEnv()[:5]
+				lj.Spec.Template.Labels["training.kubeflow.org/replica-index"] = "0"
+			},
 		},
 		{
 			name: "MPICH with the launcher as a worker: GPUs, and no search domain on the launcher",
@@ -146,6 +148,7 @@ func TestNewLauncherJob(t *testing.T) {
 					{Name: "HYDRA_HOST_FILE", Value: "/etc/mpi/hostfile"},
 					{Name: "HYDRA_LAUNCH_EXTRA_ARGS", Value: "-o ConnectionAttempts=10"},
 				}
+				lj.Spec.Template.Labels["training.kubeflow.org/replica-index"] = "0"
 			},
 		},
 		{

@@ -3,7 +3,6 @@ package controller
 import (
 	"maps"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,7 +53,7 @@ func newWorker(job *v2beta1.MPIJob, index int, gang gangScheduler, clusterDomain
 	spec := job.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker]
 	name := workerName(job, index)
 	tmpl := newPodTemplate(job, v2beta1.MPIReplicaTypeWorker, roleWorker, gang)
-	tmpl.Labels[labelReplicaIndex] = strconv.Itoa(index)
+	tmpl.Labels[labelReplicaIndex] = replicaIndexLabel(job, index)
 	tmpl.Spec.Hostname = name
 	tmpl.Spec.RestartPolicy = reconcile.RestartPolicyOf(spec.RestartPolicy)
 	addDNSSearch(&tmpl.Spec, jobDomain(job, clusterDomain))

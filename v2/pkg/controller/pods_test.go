@@ -222,9 +222,10 @@ func TestNewWorker(t *testing.T) {
 			},
 		},
 		{
-			name:   "the launcher as a worker",
+			name:   "the launcher as a worker has replica index 0: the workers' are their indices plus one",
 			index:  1,
 			modify: func(j *v2beta1.MPIJob) { j.Spec.RunLauncherAsWorker = ptr(true) },
+			want:   func(p *corev1.Pod) { p.Labels["training.kubeflow.org/replica-index"] = "2" },
 		},
 		{
 			name:   "host network: cluster DNS kept",

@@ -2,12 +2,14 @@ package controller
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
@@ -229,6 +231,38 @@ func TestAdoptedWorkersResolveUnderTheirOwnService(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"job-worker-0"}, f.podNames()); diff != "" {
 		t.Errorf("pods (-want +got):\n%s", diff)
+	}
+}
+
+// TestAdoptedWorkersKeepTheirIndices: the workers of a job whose launcher
+// runs as a worker are known by their names, however their replica-index
+// labels count: upstream's operator labelled them from 1, this one did
+// from 0 before it labelled them as upstream does. None is replaced.
+func TestAdoptedWorkersKeepTheirIndices(t *testing.T) {
+	for name, first := range map[string]int{"upstream's labels": 1, "labels from 0": 0} {
+		t.Run(name, func(t *testing.T) {
+			asWorker := func(j *v2beta1.MPIJob) { j.Spec.RunLauncherAsWorker = ptr(true) }
+			var pods []runtime.Object
+			for i := range 2 {
+				p := newWorker(newTestJob(2, asWorker), i, gangScheduler{}, "")
+				p.Labels[labelReplicaIndex] = strconv.Itoa(first + i)
+				p.Status.Phase = corev1.PodRunning
+				pods = append(pods, p)
+			}
+			f := newFixture(t).start(append(pods, storedJob(2, asWorker))...)
+			f.sync()
+			for _, w := range f.writes() {
+				if w.resource == "pods" {
+					t.Errorf("adopted workers: %v", w)
+				}
+			}
+			if diff := cmp.Diff([]string{"job-worker-0", "job-worker-1"}, f.podNames()); diff != "" {
+				t.Errorf("pods (-want +got):\n%s", diff)
+			}
+			if hostfile, _ := f.files(); hostfile != "job-launcher.job.ns.svc slots=1\njob-worker-0.job.ns.svc slots=1\njob-worker-1.job.ns.svc slots=1\n" {
+				t.Errorf("hostfile %q", hostfile)
+			}
+		})
 	}
 }
 
