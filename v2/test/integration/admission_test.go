@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -253,6 +254,27 @@ func TestMalformedJobs(t *testing.T) {
 	o.get("spec", "mpiReplicaSpecs")["PS"] = map[string]any{"replicas": 1}
 	if err := o.create(ns, true); err == nil || !strings.Contains(err.Error(), `unknown field "spec.mpiReplicaSpecs.PS"`) {
 		t.Errorf("a strict create with a PS replica type: %v, want the unknown field named", err)
+	}
+}
+
+// TestSchemaDefaults: a job created without the fields that upstream's CRD
+// defaults reads back with upstream's defaults in them, as clients of
+// upstream's API expect.
+func TestSchemaDefaults(t *testing.T) {
+	ns := newNamespace(t)
+	created, err := suite.mpi.KubeflowV2beta1().MPIJobs(ns).Create(context.Background(), validJob(ns, "defaulted", 1), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := validJob(ns, "defaulted", 1).Spec
+	want.SlotsPerWorker = int32p(1)
+	want.RunLauncherAsWorker = new(false)
+	want.SSHAuthMountPath = "/root/.ssh"
+	want.LauncherCreationPolicy = kubeflow.LauncherCreationPolicyAtStartup
+	want.MPIImplementation = kubeflow.MPIImplementationOpenMPI
+	want.RunPolicy.Suspend = new(false)
+	if diff := cmp.Diff(want, created.Spec); diff != "" {
+		t.Errorf("the spec as created (-want +got):\n%s", diff)
 	}
 }
 

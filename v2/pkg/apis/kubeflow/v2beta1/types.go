@@ -77,11 +77,13 @@ type MPIJobSpec struct {
 	// Unset means 1.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=1
 	SlotsPerWorker *int32 `json:"slotsPerWorker,omitempty"`
 
 	// RunLauncherAsWorker makes the launcher a host too: it is listed first
 	// in the hostfile and the job's Service selects it. Unset means false.
 	// +optional
+	// +kubebuilder:default=false
 	RunLauncherAsWorker *bool `json:"runLauncherAsWorker,omitempty"`
 
 	// RunPolicy bounds the job and its launcher Job: clean-up, TTL after it
@@ -98,6 +100,7 @@ type MPIJobSpec struct {
 	// SSHAuthMountPath is where the job's SSH keys are mounted in every
 	// pod. Unset means /root/.ssh.
 	// +optional
+	// +kubebuilder:default="/root/.ssh"
 	SSHAuthMountPath string `json:"sshAuthMountPath,omitempty"`
 
 	// LauncherCreationPolicy says when the launcher Job is created:
@@ -105,12 +108,14 @@ type MPIJobSpec struct {
 	// Ready.
 	// +optional
 	// +kubebuilder:validation:Enum=AtStartup;WaitForWorkersReady
+	// +kubebuilder:default=AtStartup
 	LauncherCreationPolicy LauncherCreationPolicy `json:"launcherCreationPolicy,omitempty"`
 
 	// MPIImplementation selects the hostfile format and the launcher's
 	// environment: OpenMPI (the default), Intel or MPICH.
 	// +optional
 	// +kubebuilder:validation:Enum=OpenMPI;Intel;MPICH
+	// +kubebuilder:default=OpenMPI
 	MPIImplementation MPIImplementation `json:"mpiImplementation,omitempty"`
 
 	// ElasticPolicy, when set, makes the job elastic: the worker count may
@@ -222,6 +227,7 @@ type RunPolicy struct {
 	// suspended, until it is set back to false. Kueue admits jobs through
 	// it. Unset means false.
 	// +optional
+	// +kubebuilder:default=false
 	Suspend *bool `json:"suspend,omitempty"`
 
 	// ManagedBy names the controller that reconciles the job: unset, empty
