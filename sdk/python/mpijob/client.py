@@ -33,7 +33,9 @@ _VERSIONS = {
         "job": models.v2beta1.V2beta1MPIJob,
         "job_label": "training.kubeflow.org/job-name",
         "role_label": "training.kubeflow.org/job-role",
-        "index_labels": ("training.kubeflow.org/replica-index",),
+        # By name: with the launcher as a worker, the replica-index label
+        # is the worker's index plus one.
+        "index_labels": (),
     },
 }
 

@@ -37,18 +37,14 @@ func childMeta(job *v2beta1.MPIJob, name string) metav1.ObjectMeta {
 	}
 }
 
-// launcherResolvable tells whether workers must find the launcher by name.
-// They must when it is a host of the hostfile, and with Intel MPI or MPICH
-// whatever the hostfile says: their hydra proxies, started on the workers,
-// connect back to the launcher through its hostname (see usesHydra).
-func launcherResolvable(job *v2beta1.MPIJob) bool {
-	return *job.Spec.RunLauncherAsWorker || usesHydra(job)
-}
-
-// newService returns the headless Service that gives every selected pod the
-// name <pod>.<job>.<namespace>.svc. It selects the workers, and the launcher
-// too when the launcher must be resolvable: then by the job's name alone,
-// which every pod of the job carries; else by the worker role as well.
+// newService returns the headless Service that gives every pod of the job
+// the name <pod>.<job>.<namespace>.svc: it selects the job's pods by the
+// job's name, the launcher as well as the workers, as the upstream
+// operator's Service does. Intel MPI's and MPICH's hydra proxies reach the
+// launcher by its name, and so may a launcher that is a host of the
+// hostfile, or anything written for upstream's pods. discover_hosts.sh is
+// not affected: it lists workers only, whatever else the Service's
+// EndpointSlices name.
 //
 // It publishes pods that are not Ready. MPI reaches its hosts by name from
 // the moment they run, whatever their readiness probes say, and
@@ -58,15 +54,11 @@ func launcherResolvable(job *v2beta1.MPIJob) bool {
 // readiness that matters, all workers Ready before the launcher starts, is
 // the launcher creation policy's to wait for.
 func newService(job *v2beta1.MPIJob) *corev1.Service {
-	selector := podLabels(job, roleWorker)
-	if launcherResolvable(job) {
-		delete(selector, labelJobRole)
-	}
 	return &corev1.Service{
 		ObjectMeta: childMeta(job, serviceName(job)),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
-			Selector:                 selector,
+			Selector:                 jobLabels(job),
 			PublishNotReadyAddresses: true,
 		},
 	}

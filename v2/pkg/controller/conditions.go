@@ -10,20 +10,20 @@ import (
 // Condition reasons. The MPIJob* ones are the upstream operator's: Kueue,
 // Kubeflow Pipelines and the SDKs read them.
 const (
-	reasonCreated    = "MPIJobCreated"
-	reasonRunning    = "MPIJobRunning"
-	reasonSucceeded  = "MPIJobSucceeded"
-	reasonFailed     = "MPIJobFailed"
-	reasonEvicted    = "MPIJobEvicted"
-	reasonRestarting = "MPIJobRestarting"
-	reasonSuspended  = "MPIJobSuspended"
-	reasonResumed    = "MPIJobResumed"
+	reasonCreated   = "MPIJobCreated"
+	reasonRunning   = "MPIJobRunning"
+	reasonSucceeded = "MPIJobSucceeded"
+	reasonFailed    = "MPIJobFailed"
+	reasonEvicted   = "MPIJobEvicted"
+	reasonSuspended = "MPIJobSuspended"
+	reasonResumed   = "MPIJobResumed"
 )
 
 // setCondition records a condition of type t with status s. The rules are
 // those of Kubeflow's job conditions, which clients rely on:
 //   - Running and Restarting exclude each other: setting one drops the
-//     other;
+//     other (the operator never sets Restarting, as the upstream operator
+//     did not, but a job may hold one an older operator set);
 //   - once a job has Succeeded or Failed, its Running condition is False;
 //   - a condition that already has status s keeps its place and its
 //     lastTransitionTime, and takes the new reason and message.

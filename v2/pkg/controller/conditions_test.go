@@ -60,7 +60,7 @@ func TestSetCondition(t *testing.T) {
 			name: "running drops restarting",
 			before: []v2beta1.JobCondition{
 				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
-				cond(v2beta1.JobRestarting, yes, reasonRestarting, t0, t0),
+				cond(v2beta1.JobRestarting, yes, "MPIJobRestarting", t0, t0),
 			},
 			t: v2beta1.JobRunning, s: yes, reason: reasonRunning,
 			after: []v2beta1.JobCondition{
@@ -74,20 +74,20 @@ func TestSetCondition(t *testing.T) {
 			before: []v2beta1.JobCondition{
 				cond(v2beta1.JobRunning, yes, reasonRunning, t0, t0),
 			},
-			t: v2beta1.JobRestarting, s: yes, reason: reasonRestarting,
+			t: v2beta1.JobRestarting, s: yes, reason: "MPIJobRestarting",
 			after: []v2beta1.JobCondition{
-				cond(v2beta1.JobRestarting, yes, reasonRestarting, t1, t1),
+				cond(v2beta1.JobRestarting, yes, "MPIJobRestarting", t1, t1),
 			},
 			changed: true,
 		},
 		{
 			name: "running False keeps restarting",
 			before: []v2beta1.JobCondition{
-				cond(v2beta1.JobRestarting, yes, reasonRestarting, t0, t0),
+				cond(v2beta1.JobRestarting, yes, "MPIJobRestarting", t0, t0),
 			},
 			t: v2beta1.JobRunning, s: no, reason: reasonSuspended,
 			after: []v2beta1.JobCondition{
-				cond(v2beta1.JobRestarting, yes, reasonRestarting, t0, t0),
+				cond(v2beta1.JobRestarting, yes, "MPIJobRestarting", t0, t0),
 				cond(v2beta1.JobRunning, no, reasonSuspended, t1, t1),
 			},
 			changed: true,

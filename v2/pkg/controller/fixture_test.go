@@ -453,7 +453,8 @@ func script(workers ...string) string {
 }
 
 // publish plays the EndpointSlice controller for the Service svc: its
-// slice names the given pods, which then resolve.
+// slice names the given pods, each by its spec.hostname (else its name),
+// which then resolve.
 func (f *fixture) publish(svc string, names ...string) {
 	f.t.Helper()
 	slice := &discoveryv1.EndpointSlice{
@@ -465,9 +466,13 @@ func (f *fixture) publish(svc string, names ...string) {
 	}
 	for i, n := range names {
 		p := f.pod(n)
+		host := p.Spec.Hostname
+		if host == "" {
+			host = n
+		}
 		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
 			Addresses: []string{fmt.Sprintf("10.0.0.%d", i+1)},
-			Hostname:  ptr(n),
+			Hostname:  ptr(host),
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: n, UID: p.UID},
 		})
 	}

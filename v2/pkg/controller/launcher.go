@@ -45,12 +45,15 @@ func newLauncherJob(job *v2beta1.MPIJob, gang gangScheduler) *batchv1.Job {
 }
 
 // newLauncherPodTemplate is the Launcher template with the job's labels
-// (replica index 0), the host name <job>-launcher under the job's Service,
+// (and replica index 0 when it runs as a worker, as upstream's has), the
+// host name <job>-launcher under the job's Service,
 // the MPI environment, the SSH keys and the job's files at /etc/mpi.
 func newLauncherPodTemplate(job *v2beta1.MPIJob, gang gangScheduler) *corev1.PodTemplateSpec {
 	spec := job.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeLauncher]
 	tmpl := newPodTemplate(job, v2beta1.MPIReplicaTypeLauncher, roleLauncher, gang)
-	tmpl.Labels[labelReplicaIndex] = "0"
+	if *job.Spec.RunLauncherAsWorker {
+		tmpl.Labels[labelReplicaIndex] = "0"
+	}
 	tmpl.Spec.Hostname = launcherName(job)
 	tmpl.Spec.RestartPolicy = launcherRestartPolicy(spec.RestartPolicy)
 	tmpl.Spec.Volumes = append(tmpl.Spec.Volumes, corev1.Volume{

@@ -40,7 +40,6 @@ func testLauncherJob() *batchv1.Job {
 						"training.kubeflow.org/operator-name": "mpi-operator",
 						"training.kubeflow.org/job-name":      "job",
 						"training.kubeflow.org/job-role":      "launcher",
-						"training.kubeflow.org/replica-index": "0",
 					},
 					Annotations: map[string]string{"sidecar.istio.io/inject": "false"},
 				},
@@ -70,7 +69,7 @@ func testLauncherJob() *batchv1.Job {
 							}},
 						},
 					},
-					RestartPolicy: corev1.RestartPolicyNever,
+					RestartPolicy: corev1.RestartPolicyOnFailure,
 				},
 			},
 		},
@@ -130,9 +129,12 @@ func TestNewLauncherJob(t *testing.T) {
 			},
 		},
 		{
-			name:   "the launcher as a worker sees its GPUs",
+			name:   "the launcher as a worker sees its GPUs and has replica index 0",
 			modify: func(j *v2beta1.MPIJob) { j.Spec.RunLauncherAsWorker = ptr(true) },
-			want:   func(lj *batchv1.Job) { *env(lj) = testOpenMPIEnv()[:5] },
+			want: func(lj *batchv1.Job) {
+				*env(lj) = testOpenMPIEnv()[:5]
+				lj.Spec.Template.Labels["training.kubeflow.org/replica-index"] = "0"
+			},
 		},
 		{
 			name: "MPICH with the launcher as a worker: GPUs, and no search domain on the launcher",
@@ -146,10 +148,11 @@ func TestNewLauncherJob(t *testing.T) {
 					{Name: "HYDRA_HOST_FILE", Value: "/etc/mpi/hostfile"},
 					{Name: "HYDRA_LAUNCH_EXTRA_ARGS", Value: "-o ConnectionAttempts=10"},
 				}
+				lj.Spec.Template.Labels["training.kubeflow.org/replica-index"] = "0"
 			},
 		},
 		{
-			name: "the template's own values win and come first",
+			name: "the template's values come first and the operator's follow, winning where both set a name",
 			modify: func(j *v2beta1.MPIJob) {
 				launcherSpec(j).Template.Spec.Containers[0].Env = []corev1.EnvVar{
 					{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"},
@@ -157,15 +160,10 @@ func TestNewLauncherJob(t *testing.T) {
 				}
 			},
 			want: func(lj *batchv1.Job) {
-				*env(lj) = []corev1.EnvVar{
+				*env(lj) = append([]corev1.EnvVar{
 					{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"},
 					{Name: "OMPI_MCA_plm_rsh_args", Value: "-o ConnectionAttempts=30 -p 2222"},
-					{Name: "K_MPI_JOB_ROLE", Value: "launcher"},
-					{Name: "OMPI_MCA_orte_keep_fqdn_hostnames", Value: "true"},
-					{Name: "OMPI_MCA_orte_default_hostfile", Value: "/etc/mpi/hostfile"},
-					{Name: "OMPI_MCA_orte_set_default_slots", Value: "1"},
-					{Name: "NVIDIA_DRIVER_CAPABILITIES"},
-				}
+				}, testOpenMPIEnv()...)
 			},
 		},
 		{
@@ -190,6 +188,7 @@ func TestNewLauncherJob(t *testing.T) {
 			name:   "ExitCode: Never, and the Job fails at once on a permanent exit code",
 			modify: func(j *v2beta1.MPIJob) { launcherSpec(j).RestartPolicy = v2beta1.RestartPolicyExitCode },
 			want: func(lj *batchv1.Job) {
+				lj.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 				lj.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
 					{
 						Action:          batchv1.PodFailurePolicyActionIgnore,
@@ -207,9 +206,9 @@ func TestNewLauncherJob(t *testing.T) {
 			},
 		},
 		{
-			name:   "OnFailure",
-			modify: func(j *v2beta1.MPIJob) { launcherSpec(j).RestartPolicy = v2beta1.RestartPolicyOnFailure },
-			want:   func(lj *batchv1.Job) { lj.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
+			name:   "Never",
+			modify: func(j *v2beta1.MPIJob) { launcherSpec(j).RestartPolicy = v2beta1.RestartPolicyNever },
+			want:   func(lj *batchv1.Job) { lj.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever },
 		},
 		{
 			name:   "Always, which a Job's pod cannot have, is OnFailure",
@@ -218,7 +217,7 @@ func TestNewLauncherJob(t *testing.T) {
 		},
 		{
 			name:   "the template's restartPolicy gives way to the replica's",
-			modify: func(j *v2beta1.MPIJob) { launcherSpec(j).Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
+			modify: func(j *v2beta1.MPIJob) { launcherSpec(j).Template.Spec.RestartPolicy = corev1.RestartPolicyNever },
 		},
 		{
 			name: "volcano",

@@ -103,20 +103,19 @@ func (c *MPIJobController) refreshLauncherPods(ctx context.Context, job *v2beta1
 }
 
 // updateProgress keeps the conditions of a running job: Running once a
-// launcher pod runs with enough workers, Restarting while the launcher Job
-// retries a failed pod and none runs, and for an elastic job Resizing
+// launcher pod runs with enough workers, and for an elastic job Resizing
 // while its workers have not reached what it asks for.
+//
+// Running, once True, stays True while the launcher Job replaces a failed
+// pod, as with the upstream operator, which never sets Restarting: Kueue
+// derives a workload's PodsReady from Running, and would otherwise count a
+// retry of the launcher as a job that lost its pods. The retries show in
+// the Launcher replica status' failed count.
 func (c *MPIJobController) updateProgress(job *v2beta1.MPIJob, launcher *batchv1.Job, out workerOutcome, now metav1.Time) {
-	if launcher != nil && !isSuspended(launcher) {
-		running := c.launcherRunning(job, launcher)
-		switch {
-		case running && elastic.CountRunning(out.workers) >= neededWorkers(job):
-			setCondition(&job.Status, v2beta1.JobRunning, corev1.ConditionTrue, reasonRunning,
-				fmt.Sprintf("MPIJob %s/%s is running.", job.Namespace, job.Name), now)
-		case !running && launcher.Status.Failed > 0:
-			setCondition(&job.Status, v2beta1.JobRestarting, corev1.ConditionTrue, reasonRestarting,
-				fmt.Sprintf("MPIJob %s/%s is restarting its launcher after %d failure(s).", job.Namespace, job.Name, launcher.Status.Failed), now)
-		}
+	if launcher != nil && !isSuspended(launcher) && c.launcherRunning(job, launcher) &&
+		elastic.CountRunning(out.workers) >= neededWorkers(job) {
+		setCondition(&job.Status, v2beta1.JobRunning, corev1.ConditionTrue, reasonRunning,
+			fmt.Sprintf("MPIJob %s/%s is running.", job.Namespace, job.Name), now)
 	}
 	if job.Spec.ElasticPolicy == nil || !hasCondition(&job.Status, v2beta1.JobRunning) || elastic.Settled(out.spec, out.workers, out.plan) {
 		removeCondition(&job.Status, conditionResizing)

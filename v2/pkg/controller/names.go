@@ -65,14 +65,20 @@ func launcherName(job *v2beta1.MPIJob) string      { return job.Name + launcherS
 func podGroupName(job *v2beta1.MPIJob) string      { return job.Name }
 func workerName(job *v2beta1.MPIJob, i int) string { return job.Name + workerInfix + strconv.Itoa(i) }
 
-// podLabels are the labels every pod of the job carries in the given role,
-// over its template's.
-func podLabels(job *v2beta1.MPIJob, role string) map[string]string {
+// jobLabels are the labels every pod of the job carries, whatever its role.
+func jobLabels(job *v2beta1.MPIJob) map[string]string {
 	return map[string]string{
 		labelOperatorName: operatorName,
 		labelJobName:      job.Name,
-		labelJobRole:      role,
 	}
+}
+
+// podLabels are the labels every pod of the job carries in the given role,
+// over its template's.
+func podLabels(job *v2beta1.MPIJob, role string) map[string]string {
+	l := jobLabels(job)
+	l[labelJobRole] = role
+	return l
 }
 
 // workerSelector selects the job's workers in its namespace.
@@ -86,20 +92,29 @@ func launcherSelector(job *v2beta1.MPIJob) labels.Selector {
 	return labels.SelectorFromSet(podLabels(job, roleLauncher))
 }
 
-// workerIndex tells a worker's index from its replica-index label, else from
-// its name's suffix after "<job>-worker-". ok is false for a pod that has
-// neither in the form the controller writes.
+// workerIndex tells a worker's index from its name's suffix after
+// "<job>-worker-". ok is false for a pod whose name is not in the form the
+// controller writes. The replica-index label is not read: with the launcher
+// as a worker it is the index plus one (see replicaIndexLabel), and pods
+// that an older operator labelled otherwise keep their names.
 func workerIndex(job *v2beta1.MPIJob, pod *corev1.Pod) (index int, ok bool) {
-	if v, found := pod.Labels[labelReplicaIndex]; found {
-		if i, ok := parseIndex(v); ok {
-			return i, true
-		}
-	}
 	suffix, found := strings.CutPrefix(pod.Name, job.Name+workerInfix)
 	if !found {
 		return 0, false
 	}
 	return parseIndex(suffix)
+}
+
+// replicaIndexLabel is the replica-index label of worker index, as the
+// upstream operator writes it: the index, or, when the launcher runs as a
+// worker and is labelled 0 itself, the index plus one, so that every pod of
+// the job has an index of its own (Kueue's topology-aware scheduling asks
+// for that).
+func replicaIndexLabel(job *v2beta1.MPIJob, index int) string {
+	if *job.Spec.RunLauncherAsWorker {
+		index++
+	}
+	return strconv.Itoa(index)
 }
 
 // parseIndex accepts an index only in the form the controller writes it: a

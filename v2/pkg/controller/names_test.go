@@ -44,11 +44,11 @@ func TestWorkerIndex(t *testing.T) {
 		wantIndex int
 		wantOK    bool
 	}{
-		{name: "label", podName: "anything", labels: map[string]string{"training.kubeflow.org/replica-index": "3"}, wantIndex: 3, wantOK: true},
-		{name: "the label wins over the name", podName: "job-worker-1", labels: map[string]string{"training.kubeflow.org/replica-index": "3"}, wantIndex: 3, wantOK: true},
+		{name: "a label without the name does not count", podName: "anything", labels: map[string]string{"training.kubeflow.org/replica-index": "3"}},
+		{name: "the name, not the label, as with the launcher as a worker", podName: "job-worker-1", labels: map[string]string{"training.kubeflow.org/replica-index": "2"}, wantIndex: 1, wantOK: true},
 		{name: "name suffix", podName: "job-worker-12", wantIndex: 12, wantOK: true},
 		{name: "name suffix 0", podName: "job-worker-0", wantIndex: 0, wantOK: true},
-		{name: "a malformed label falls back to the name", podName: "job-worker-4", labels: map[string]string{"training.kubeflow.org/replica-index": "04"}, wantIndex: 4, wantOK: true},
+		{name: "a malformed label", podName: "job-worker-4", labels: map[string]string{"training.kubeflow.org/replica-index": "04"}, wantIndex: 4, wantOK: true},
 		{name: "a malformed label and another name", podName: "job-launcher", labels: map[string]string{"training.kubeflow.org/replica-index": "x"}},
 		{name: "leading zero", podName: "job-worker-01"},
 		{name: "sign", podName: "job-worker-+1"},
@@ -75,16 +75,19 @@ func TestWorkerIndex(t *testing.T) {
 	}
 }
 
-// TestWorkerIndexRoundTrip: every index the controller writes reads back.
+// TestWorkerIndexRoundTrip: every index the controller writes reads back,
+// the launcher a worker or not.
 func TestWorkerIndexRoundTrip(t *testing.T) {
-	job := newTestJob(2)
-	for _, i := range []int{0, 1, 9, 10, 99, 4999, 1 << 30} {
-		byName := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: workerName(job, i)}}
-		if got, ok := workerIndex(job, byName); !ok || got != i {
-			t.Errorf("worker %d by name: %d, %t", i, got, ok)
-		}
-		if got, ok := workerIndex(job, newWorker(job, i, gangScheduler{}, "")); !ok || got != i {
-			t.Errorf("worker %d as built: %d, %t", i, got, ok)
+	for _, asWorker := range []bool{false, true} {
+		job := newTestJob(2, func(j *v2beta1.MPIJob) { j.Spec.RunLauncherAsWorker = ptr(asWorker) })
+		for _, i := range []int{0, 1, 9, 10, 99, 4999, 1 << 30} {
+			byName := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: workerName(job, i)}}
+			if got, ok := workerIndex(job, byName); !ok || got != i {
+				t.Errorf("worker %d by name: %d, %t", i, got, ok)
+			}
+			if got, ok := workerIndex(job, newWorker(job, i, gangScheduler{}, "")); !ok || got != i {
+				t.Errorf("worker %d as built, launcher as a worker %t: %d, %t", i, asWorker, got, ok)
+			}
 		}
 	}
 }

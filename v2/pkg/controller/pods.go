@@ -3,7 +3,6 @@ package controller
 import (
 	"maps"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,20 +39,24 @@ const defaultClusterDomain = "cluster.local"
 var sshdCommand = []string{"/usr/sbin/sshd", "-De"}
 
 // newWorker returns worker pod number index: the Worker template with the
-// job's labels, a stable host name under the job's Service, the SSH keys and,
-// when the template's first container has neither command nor arguments, an
-// SSH server for the launcher to start ranks through. The job must be valid:
-// it has a Worker template with a container.
+// job's labels, a stable host name under the job's Service, the job's domain
+// in its DNS search path, the SSH keys and, when the template's first
+// container has neither command nor arguments, an SSH server for the
+// launcher to start ranks through. The job must be valid: it has a Worker
+// template with a container.
+//
+// Every worker searches the job's domain, whatever the MPI implementation,
+// as the upstream operator's workers do: Intel MPI's and MPICH's hydra
+// proxies need it to reach the launcher by its bare hostname, and programs
+// and scripts written for upstream's pods may name their peers so too.
 func newWorker(job *v2beta1.MPIJob, index int, gang gangScheduler, clusterDomain string) *corev1.Pod {
 	spec := job.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker]
 	name := workerName(job, index)
 	tmpl := newPodTemplate(job, v2beta1.MPIReplicaTypeWorker, roleWorker, gang)
-	tmpl.Labels[labelReplicaIndex] = strconv.Itoa(index)
+	tmpl.Labels[labelReplicaIndex] = replicaIndexLabel(job, index)
 	tmpl.Spec.Hostname = name
 	tmpl.Spec.RestartPolicy = reconcile.RestartPolicyOf(spec.RestartPolicy)
-	if usesHydra(job) {
-		addDNSSearch(&tmpl.Spec, launcherDomain(job, clusterDomain))
-	}
+	addDNSSearch(&tmpl.Spec, jobDomain(job, clusterDomain))
 	main := &tmpl.Spec.Containers[0]
 	if len(main.Command) == 0 && len(main.Args) == 0 {
 		main.Command = slices.Clone(sshdCommand)
@@ -107,19 +110,10 @@ func withEntries(m, add map[string]string) map[string]string {
 	return m
 }
 
-// usesHydra tells whether the job's MPI starts its ranks through the hydra
-// process manager (Intel MPI, MPICH), whose proxies on the workers connect
-// back to the launcher by its bare hostname.
-func usesHydra(job *v2beta1.MPIJob) bool {
-	impl := job.Spec.MPIImplementation
-	return impl == v2beta1.MPIImplementationIntel || impl == v2beta1.MPIImplementationMPICH
-}
-
-// launcherDomain is the DNS domain of the job's pods, under which the
-// launcher's bare hostname resolves: <job>.<namespace>.svc.<domain>. A
-// search domain must be complete, so the default cluster domain stands in
-// for an unknown one.
-func launcherDomain(job *v2beta1.MPIJob, clusterDomain string) string {
+// jobDomain is the DNS domain of the job's pods, under which their bare
+// hostnames resolve: <job>.<namespace>.svc.<domain>. A search domain must
+// be complete, so the default cluster domain stands in for an unknown one.
+func jobDomain(job *v2beta1.MPIJob, clusterDomain string) string {
 	if clusterDomain == "" {
 		clusterDomain = defaultClusterDomain
 	}
@@ -167,14 +161,13 @@ func addSSHAuth(spec *corev1.PodSpec, job *v2beta1.MPIJob) {
 	})
 }
 
-// addEnv appends the variables the container does not set itself: a
-// template's own value wins, and no name is listed twice.
+// addEnv appends vars to the container's environment, after the
+// template's own, as the upstream operator does: where both set a name,
+// the container sees the operator's value (the last definition of a name
+// wins), and a template variable that refers to the name before the
+// operator's definition sees the template's.
 func addEnv(c *corev1.Container, vars ...corev1.EnvVar) {
-	for _, v := range vars {
-		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == v.Name }) {
-			c.Env = append(c.Env, v)
-		}
-	}
+	c.Env = append(c.Env, vars...)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -58,6 +58,7 @@ func testWorker(index string) *corev1.Pod {
 			}},
 			Volumes:       []corev1.Volume{testSSHVolume(ptr[int32](0o600))},
 			RestartPolicy: corev1.RestartPolicyNever,
+			DNSConfig:     &corev1.PodDNSConfig{Searches: []string{"job.ns.svc.cluster.local"}},
 		},
 	}
 }
@@ -190,19 +191,20 @@ func TestNewWorker(t *testing.T) {
 			},
 		},
 		{
-			name:   "Intel: the launcher's domain is searched, the default cluster domain standing in",
+			name:   "Intel searches the job's domain as every worker does",
 			index:  1,
 			modify: func(j *v2beta1.MPIJob) { j.Spec.MPIImplementation = v2beta1.MPIImplementationIntel },
-			want: func(p *corev1.Pod) {
-				p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: []string{"job.ns.svc.cluster.local"}}
-			},
 		},
 		{
-			name:          "MPICH with a cluster domain, after the template's search domains",
+			name:   "MPICH too",
+			index:  1,
+			modify: func(j *v2beta1.MPIJob) { j.Spec.MPIImplementation = v2beta1.MPIImplementationMPICH },
+		},
+		{
+			name:          "with a cluster domain, after the template's search domains",
 			index:         1,
 			clusterDomain: "cluster.example",
 			modify: func(j *v2beta1.MPIJob) {
-				j.Spec.MPIImplementation = v2beta1.MPIImplementationMPICH
 				workerPod(j).DNSConfig = &corev1.PodDNSConfig{Searches: []string{"corp.example"}, Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr("2")}}}
 			},
 			want: func(p *corev1.Pod) {
@@ -213,20 +215,17 @@ func TestNewWorker(t *testing.T) {
 			},
 		},
 		{
-			name:  "MPICH whose template already searches the domain",
+			name:  "a template that already searches the domain lists it once",
 			index: 1,
 			modify: func(j *v2beta1.MPIJob) {
-				j.Spec.MPIImplementation = v2beta1.MPIImplementationMPICH
 				workerPod(j).DNSConfig = &corev1.PodDNSConfig{Searches: []string{"job.ns.svc.cluster.local"}}
-			},
-			want: func(p *corev1.Pod) {
-				p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: []string{"job.ns.svc.cluster.local"}}
 			},
 		},
 		{
-			name:   "OpenMPI with the launcher as a worker: workers need no search domain",
+			name:   "the launcher as a worker has replica index 0: the workers' are their indices plus one",
 			index:  1,
 			modify: func(j *v2beta1.MPIJob) { j.Spec.RunLauncherAsWorker = ptr(true) },
+			want:   func(p *corev1.Pod) { p.Labels["training.kubeflow.org/replica-index"] = "2" },
 		},
 		{
 			name:   "host network: cluster DNS kept",
@@ -250,7 +249,7 @@ func TestNewWorker(t *testing.T) {
 			},
 		},
 		{
-			name:  "the template's env, volumes and mounts come first; its own role variable wins",
+			name:  "the template's env, volumes and mounts come first; the operator's role variable follows",
 			index: 1,
 			modify: func(j *v2beta1.MPIJob) {
 				pod := workerPod(j)
@@ -259,7 +258,9 @@ func TestNewWorker(t *testing.T) {
 				pod.Volumes = []corev1.Volume{{Name: "data"}}
 			},
 			want: func(p *corev1.Pod) {
-				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "K_MPI_JOB_ROLE", Value: "mine"}}
+				p.Spec.Containers[0].Env = []corev1.EnvVar{
+					{Name: "A", Value: "1"}, {Name: "K_MPI_JOB_ROLE", Value: "mine"}, {Name: "K_MPI_JOB_ROLE", Value: "worker"},
+				}
 				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
 					{Name: "data", MountPath: "/data"},
 					{Name: "ssh-auth", MountPath: "/root/.ssh"},

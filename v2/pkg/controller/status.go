@@ -179,7 +179,7 @@ func transitionEvent(cond v2beta1.JobCondition) (string, counter) {
 		return corev1.EventTypeNormal, metrics.JobsSuccessful
 	case v2beta1.JobFailed:
 		return corev1.EventTypeWarning, metrics.JobsFailed
-	case v2beta1.JobRestarting, conditionBlocked:
+	case conditionBlocked:
 		return corev1.EventTypeWarning, nil
 	case v2beta1.JobRunning, v2beta1.JobSuspended:
 		return corev1.EventTypeNormal, nil

@@ -19,10 +19,11 @@ import (
 // resumes them once it has found them room, after writing the node
 // selectors, tolerations and the like of the room into the job's pod
 // templates; it suspends them again to preempt them. A suspended job has
-// no pods: its workers are deleted (discover_hosts.sh is emptied first),
-// its launcher Job is suspended, so that the Job controller deletes the
-// launcher's pod, and its PodGroup is deleted. A job created suspended
-// gets no pods and no launcher Job at all.
+// no pods: its launcher Job is suspended first, as the upstream operator
+// does, so that the Job controller deletes the launcher's pod and mpirun
+// stops before its hosts go; once that write went through, its workers are
+// deleted (discover_hosts.sh is emptied first) and its PodGroup is deleted.
+// A job created suspended gets no pods and no launcher Job at all.
 
 // reconcileSuspended stops a suspended job and records it.
 func (c *MPIJobController) reconcileSuspended(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, pods []*corev1.Pod, now metav1.Time) (time.Duration, error) {
@@ -40,11 +41,11 @@ func (c *MPIJobController) reconcileSuspended(ctx context.Context, job *v2beta1.
 			live = append(live, p)
 		}
 	}
-	requeue, err := c.stopWorkers(ctx, job, live)
-	if err != nil {
+	if err := c.suspendLauncher(ctx, job, launcher); err != nil {
 		return 0, err
 	}
-	if err := c.suspendLauncher(ctx, job, launcher); err != nil {
+	requeue, err := c.stopWorkers(ctx, job, live)
+	if err != nil {
 		return 0, err
 	}
 	return requeue, c.deletePodGroup(ctx, job)

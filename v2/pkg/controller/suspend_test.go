@@ -7,7 +7,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
 
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
@@ -16,9 +19,9 @@ func suspend(on bool) func(*v2beta1.MPIJob) {
 	return func(j *v2beta1.MPIJob) { j.Spec.RunPolicy.Suspend = ptr(on) }
 }
 
-// TestSuspendRunningJob: the script is emptied before the workers go, the
-// launcher Job is suspended, the PodGroup deleted, and the conditions say
-// so.
+// TestSuspendRunningJob: the launcher Job is suspended first, then the
+// script is emptied before the workers go, the PodGroup deleted, and the
+// conditions say so.
 func TestSuspendRunningJob(t *testing.T) {
 	f := newFixture(t)
 	f.cfg.GangSchedulerName = "volcano"
@@ -30,9 +33,9 @@ func TestSuspendRunningJob(t *testing.T) {
 	f.updateJob(suspend(true))
 	f.step()
 	f.expectWrites(
+		update("jobs", "job-launcher"),
 		update("configmaps", "job-config"),
 		del("pods", "job-worker-0"), del("pods", "job-worker-1"),
-		update("jobs", "job-launcher"),
 		statusUpdate(),
 	)
 	if diff := cmp.Diff([]action{del("podgroups", "job")}, f.groups.writes, cmp.AllowUnexported(action{})); diff != "" {
@@ -70,6 +73,29 @@ func TestSuspendRunningJob(t *testing.T) {
 	f.expectWrites(statusUpdate()) // the workers are gone
 	f.step()
 	f.expectWrites()
+}
+
+// TestSuspendKeepsWorkersUntilTheLauncherIsSuspended: while the launcher
+// Job's suspension fails, its workers stay, listed: mpirun may still be
+// using them.
+func TestSuspendKeepsWorkersUntilTheLauncherIsSuspended(t *testing.T) {
+	f := newFixture(t).start(storedJob(2))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	f.updateJob(suspend(true))
+	f.refresh()
+	f.kube.PrependReactor("update", "jobs", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("try later")
+	})
+	if _, err := f.syncErr(); err == nil {
+		t.Fatal("sync succeeded while the launcher Job could not be suspended")
+	}
+	f.expectWrites(update("jobs", "job-launcher"), statusUpdate())
+	if diff := cmp.Diff([]string{"job-launcher-abcde", "job-worker-0", "job-worker-1"}, f.podNames()); diff != "" {
+		t.Errorf("pods (-want +got):\n%s", diff)
+	}
+	if _, discover := f.files(); discover != script("job-worker-0", "job-worker-1") {
+		t.Errorf("discover_hosts.sh = %q", discover)
+	}
 }
 
 // TestCreatedSuspended: a job created suspended gets no pods and no

@@ -92,7 +92,7 @@ func (c *MPIJobController) reconcile(ctx context.Context, job *v2beta1.MPIJob, n
 	}
 	switch {
 	case isFinished(&job.Status):
-		return c.reconcileFinished(ctx, job, pods, recorded)
+		return c.reconcileFinished(ctx, job, launcher, pods, recorded)
 	case *job.Spec.RunPolicy.Suspend:
 		return c.reconcileSuspended(ctx, job, launcher, pods, now)
 	}
@@ -268,14 +268,23 @@ func failEvicted(job *v2beta1.MPIJob, pods []*corev1.Pod, now metav1.Time) bool 
 	return true
 }
 
-// reconcileFinished winds down the pods of a finished job as its
-// cleanPodPolicy says, once its end is recorded: Running deletes the
-// workers that have not finished, All every worker, None nothing. No
-// worker goes while discover_hosts.sh lists it, and the PodGroup goes with
-// the pods.
-func (c *MPIJobController) reconcileFinished(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, recorded bool) (time.Duration, error) {
+// reconcileFinished winds down a finished job once its end is recorded.
+// Its launcher Job is suspended first if it still runs, whatever
+// cleanPodPolicy says: a job the operator failed itself (its workers below
+// minReplicas for too long, a fixed job's worker evicted) must not go on
+// running mpirun. Then its workers go as cleanPodPolicy says: Running
+// deletes the workers that have not finished, All every worker, None
+// nothing. No worker goes while discover_hosts.sh lists it, and the
+// PodGroup goes with the pods.
+func (c *MPIJobController) reconcileFinished(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, pods []*corev1.Pod, recorded bool) (time.Duration, error) {
+	if !recorded {
+		return 0, nil
+	}
+	if err := c.suspendLauncher(ctx, job, launcher); err != nil {
+		return 0, err
+	}
 	policy := *job.Spec.RunPolicy.CleanPodPolicy
-	if !recorded || policy == v2beta1.CleanPodPolicyNone {
+	if policy == v2beta1.CleanPodPolicyNone {
 		return 0, nil
 	}
 	var doomed []*corev1.Pod

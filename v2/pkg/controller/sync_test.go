@@ -104,6 +104,55 @@ func TestSecondSyncWritesNothing(t *testing.T) {
 	}
 }
 
+// TestServiceOfWorkersOnlyIsUpdated: the Service of a running job that
+// selects its workers only, as this operator's did before, is updated in
+// place to select the launcher too, keeping its identity; the launcher's
+// endpoint then in its EndpointSlice puts no launcher in discover_hosts.sh.
+func TestServiceOfWorkersOnlyIsUpdated(t *testing.T) {
+	old := &corev1.Service{
+		ObjectMeta: testChildMeta("job"),
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector: map[string]string{
+				labelOperatorName: operatorName, labelJobName: "job", labelJobRole: roleWorker,
+			},
+			PublishNotReadyAddresses: true,
+		},
+	}
+	old.UID = "service-uid"
+	f := newFixture(t).start(storedJob(2), old)
+	f.sync()
+	var serviceWrites []action
+	for _, w := range f.writes() {
+		if w.resource == "services" {
+			serviceWrites = append(serviceWrites, w)
+		}
+	}
+	if diff := cmp.Diff([]action{update("services", "job")}, serviceWrites, cmp.AllowUnexported(action{})); diff != "" {
+		t.Errorf("Service writes (-want +got):\n%s", diff)
+	}
+	svc, err := f.kube.CoreV1().Services("ns").Get(f.ctx, "job", metaGet)
+	must(t, err)
+	want := newService(newTestJob(2))
+	want.UID = "service-uid"
+	if diff := cmp.Diff(want, svc, asServed); diff != "" {
+		t.Errorf("Service (-want +got):\n%s", diff)
+	}
+
+	f.refresh()
+	f.setPhase(corev1.PodRunning, "job-worker-0", "job-worker-1")
+	f.runLauncherPod()
+	f.publish("job", "job-worker-0", "job-worker-1", "job-launcher-abcde")
+	f.step()
+	f.step()
+	if _, discover := f.files(); discover != script("job-worker-0", "job-worker-1") {
+		t.Errorf("discover_hosts.sh = %q", discover)
+	}
+	if got := f.condition(v2beta1.JobRunning); got != "True MPIJobRunning" {
+		t.Errorf("Running = %q", got)
+	}
+}
+
 func TestLauncherJobOutcome(t *testing.T) {
 	cases := map[string]struct {
 		cond       batchv1.JobCondition

@@ -2,12 +2,14 @@ package controller
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
@@ -128,7 +130,8 @@ func TestReplaceFailedWorker(t *testing.T) {
 }
 
 // TestFixedJobEvictedWorkerFails: a job without an elastic policy cannot
-// replace an evicted worker, and fails as the upstream operator's did.
+// replace an evicted worker, and fails as the upstream operator's did; its
+// launcher Job is then suspended.
 func TestFixedJobEvictedWorkerFails(t *testing.T) {
 	f := newFixture(t).start(storedJob(2))
 	runningJob(t, f, "job-worker-0", "job-worker-1")
@@ -142,23 +145,47 @@ func TestFixedJobEvictedWorkerFails(t *testing.T) {
 	if c := findCondition(&st, v2beta1.JobFailed); c == nil || c.Reason != "MPIJobEvicted" || c.Message != "1/2 workers are evicted" {
 		t.Errorf("Failed = %+v", c)
 	}
+	f.step()
+	f.expectWrites(update("jobs", "job-launcher")) // its pod stops; the workers stay (cleanPodPolicy None)
 }
 
 // TestBelowMinimumFails: an elastic job that runs fewer than minReplicas
-// workers for longer than minReplicasTimeoutSeconds fails.
+// workers for longer than minReplicasTimeoutSeconds fails; once that is
+// recorded, its launcher Job is suspended, so that its pod stops, whatever
+// cleanPodPolicy says, and then its workers go as cleanPodPolicy says.
 func TestBelowMinimumFails(t *testing.T) {
-	f := newFixture(t).start(storedJob(2, withElastic(2, 4), func(j *v2beta1.MPIJob) {
-		j.Spec.ElasticPolicy.MinReplicasTimeoutSeconds = ptr[int32](60)
-	}))
-	runningJob(t, f, "job-worker-0", "job-worker-1")
-	must(t, f.kube.CoreV1().Pods("ns").Delete(f.ctx, "job-worker-1", metaDelete))
-	f.step() // replaces it, and starts the clock
-	f.refresh()
-	f.setPhase(corev1.PodPending, "job-worker-2")
-	f.clock.Step(61 * time.Second)
-	f.step()
-	if got := f.condition(v2beta1.JobFailed); got != "True WorkersBelowMinimum" {
-		t.Errorf("Failed = %q", got)
+	cases := map[v2beta1.CleanPodPolicy][]action{
+		v2beta1.CleanPodPolicyNone: {update("jobs", "job-launcher")},
+		v2beta1.CleanPodPolicyAll: {update("jobs", "job-launcher"), update("configmaps", "job-config"),
+			del("pods", "job-worker-0"), del("pods", "job-worker-2")},
+	}
+	for policy, want := range cases {
+		t.Run(string(policy), func(t *testing.T) {
+			f := newFixture(t).start(storedJob(2, withElastic(2, 4), func(j *v2beta1.MPIJob) {
+				j.Spec.ElasticPolicy.MinReplicasTimeoutSeconds = ptr[int32](60)
+				j.Spec.RunPolicy.CleanPodPolicy = ptr(policy)
+			}))
+			runningJob(t, f, "job-worker-0", "job-worker-1")
+			must(t, f.kube.CoreV1().Pods("ns").Delete(f.ctx, "job-worker-1", metaDelete))
+			f.step() // replaces it, and starts the clock
+			f.refresh()
+			f.setPhase(corev1.PodPending, "job-worker-2")
+			f.clock.Step(61 * time.Second)
+			f.step()
+			if got := f.condition(v2beta1.JobFailed); got != "True WorkersBelowMinimum" {
+				t.Errorf("Failed = %q", got)
+			}
+			f.expectWrites(statusUpdate()) // recorded first
+			f.step()
+			f.expectWrites(want...)
+			if lj := f.launcherJob(); lj.Spec.Suspend == nil || !*lj.Spec.Suspend {
+				t.Error("the launcher Job of a failed job is not suspended")
+			}
+			f.step()
+			if got := f.writes(); slices.Contains(got, update("jobs", "job-launcher")) {
+				t.Errorf("the suspended launcher Job written again: %v", got)
+			}
+		})
 	}
 }
 
@@ -204,6 +231,38 @@ func TestAdoptedWorkersResolveUnderTheirOwnService(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"job-worker-0"}, f.podNames()); diff != "" {
 		t.Errorf("pods (-want +got):\n%s", diff)
+	}
+}
+
+// TestAdoptedWorkersKeepTheirIndices: the workers of a job whose launcher
+// runs as a worker are known by their names, however their replica-index
+// labels count: upstream's operator labelled them from 1, this one did
+// from 0 before it labelled them as upstream does. None is replaced.
+func TestAdoptedWorkersKeepTheirIndices(t *testing.T) {
+	for name, first := range map[string]int{"upstream's labels": 1, "labels from 0": 0} {
+		t.Run(name, func(t *testing.T) {
+			asWorker := func(j *v2beta1.MPIJob) { j.Spec.RunLauncherAsWorker = ptr(true) }
+			var pods []runtime.Object
+			for i := range 2 {
+				p := newWorker(newTestJob(2, asWorker), i, gangScheduler{}, "")
+				p.Labels[labelReplicaIndex] = strconv.Itoa(first + i)
+				p.Status.Phase = corev1.PodRunning
+				pods = append(pods, p)
+			}
+			f := newFixture(t).start(append(pods, storedJob(2, asWorker))...)
+			f.sync()
+			for _, w := range f.writes() {
+				if w.resource == "pods" {
+					t.Errorf("adopted workers: %v", w)
+				}
+			}
+			if diff := cmp.Diff([]string{"job-worker-0", "job-worker-1"}, f.podNames()); diff != "" {
+				t.Errorf("pods (-want +got):\n%s", diff)
+			}
+			if hostfile, _ := f.files(); hostfile != "job-launcher.job.ns.svc slots=1\njob-worker-0.job.ns.svc slots=1\njob-worker-1.job.ns.svc slots=1\n" {
+				t.Errorf("hostfile %q", hostfile)
+			}
+		})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -256,8 +257,30 @@ func TestMalformedJobs(t *testing.T) {
 	}
 }
 
+// TestSchemaDefaults: a job created without the fields that upstream's CRD
+// defaults reads back with upstream's defaults in them, as clients of
+// upstream's API expect.
+func TestSchemaDefaults(t *testing.T) {
+	ns := newNamespace(t)
+	created, err := suite.mpi.KubeflowV2beta1().MPIJobs(ns).Create(context.Background(), validJob(ns, "defaulted", 1), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := validJob(ns, "defaulted", 1).Spec
+	want.SlotsPerWorker = int32p(1)
+	want.RunLauncherAsWorker = new(false)
+	want.SSHAuthMountPath = "/root/.ssh"
+	want.LauncherCreationPolicy = kubeflow.LauncherCreationPolicyAtStartup
+	want.MPIImplementation = kubeflow.MPIImplementationOpenMPI
+	want.RunPolicy.Suspend = new(false)
+	if diff := cmp.Diff(want, created.Spec); diff != "" {
+		t.Errorf("the spec as created (-want +got):\n%s", diff)
+	}
+}
+
 // TestBadEdits changes a valid job in ways the CRD refuses: managedBy,
-// which is immutable, and the replica bounds.
+// which is immutable, the replica bounds, and the removal of an elastic
+// policy.
 func TestBadEdits(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
@@ -298,6 +321,19 @@ func TestBadEdits(t *testing.T) {
 		e.edit(job)
 		_, err := jobs.Update(ctx, job, metav1.UpdateOptions{})
 		wantInvalid(t, e.name, err, e.field)
+	}
+
+	// A job's elastic policy cannot be removed, as a replace by a client
+	// built on upstream's types, which lack the field, would.
+	elastic, err := jobs.Create(ctx, elasticJob(ns, "elastic-policy-removed", 2, 1, 4, 0), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	elastic.Spec.ElasticPolicy = nil
+	_, err = jobs.Update(ctx, elastic, metav1.UpdateOptions{})
+	wantInvalid(t, "elastic-policy-removed", err, "spec.elasticPolicy")
+	if err != nil && !strings.Contains(err.Error(), "cannot be removed once set") {
+		t.Errorf("elastic-policy-removed: the message %q does not say why", err)
 	}
 
 	// Edits that keep managedBy as it is still go through.

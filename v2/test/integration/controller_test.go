@@ -80,8 +80,8 @@ func TestUpstreamPi(t *testing.T) {
 	}
 	wantOwned(t, "Service pi", svc, job, true)
 	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses ||
-		!sameLabels(podLabelsOf("pi", "worker"), svc.Spec.Selector) {
-		t.Errorf("Service pi: clusterIP %q, publishNotReadyAddresses %t, selector %v; want a headless Service of the workers that publishes them unready",
+		!sameLabels(map[string]string{labelOperator: "mpi-operator", labelJobName: "pi"}, svc.Spec.Selector) {
+		t.Errorf("Service pi: clusterIP %q, publishNotReadyAddresses %t, selector %v; want a headless Service of the job's pods that publishes them unready",
 			svc.Spec.ClusterIP, svc.Spec.PublishNotReadyAddresses, svc.Spec.Selector)
 	}
 	secret, err := suite.kube.CoreV1().Secrets(ns).Get(ctx, "pi-ssh", metav1.GetOptions{})

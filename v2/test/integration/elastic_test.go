@@ -168,6 +168,11 @@ func TestFailedWorker(t *testing.T) {
 			t.Errorf("a failed job with conditions %s and completionTime %v", conditionsOf(failed), failed.Status.CompletionTime)
 		}
 		waitForEvent(t, ns, "evicted", corev1.EventTypeWarning, "MPIJobEvicted", "evicted")
+		// The failed job's launcher stops: its Job is suspended.
+		eventually(t, "the launcher Job of the failed job to be suspended", func() (bool, error) {
+			lj := launcherJob(t, ns, "evicted")
+			return lj != nil && lj.Spec.Suspend != nil && *lj.Spec.Suspend, nil
+		})
 		if all := podNames(workerPods(t, ns, "evicted", false)); !slices.Equal(all, workerNames("evicted", 0, 1)) {
 			t.Errorf("workers %v after the eviction, want the two of the job's start", all)
 		}

@@ -74,7 +74,7 @@ class V2beta1MPIJobSpec(Model):
             move between its bounds, workers chosen for removal leave
             discover_hosts.sh before they are deleted, and failed workers are
             replaced instead of failing the job. An extension of this operator;
-            the upstream operator ignores it.
+            the upstream operator ignores it. Once set it cannot be removed.
             (JSON `elasticPolicy`)
         launcher_creation_policy: LauncherCreationPolicy says when the launcher Job is created:
             AtStartup (the default) or WaitForWorkersReady, once every worker is
@@ -136,7 +136,7 @@ class V2beta1ElasticPolicy(Model):
     move between its bounds, workers chosen for removal leave
     discover_hosts.sh before they are deleted, and failed workers are
     replaced instead of failing the job. An extension of this operator;
-    the upstream operator ignores it.
+    the upstream operator ignores it. Once set it cannot be removed.
 
     Attributes:
         drain_seconds: DrainSeconds is how long a worker chosen for removal stays out of
@@ -208,7 +208,7 @@ class V2beta1ReplicaSpec(Model):
         replicas: Replicas is the number of pods. Unset means 1.
         restart_policy: RestartPolicy is the pods' restart policy: Always, OnFailure, Never
             or ExitCode (Never, and the launcher Job retries on a retryable exit
-            code). Unset means Never.
+            code). Unset means OnFailure for the launcher, Never for the workers.
             (JSON `restartPolicy`; one of Always, OnFailure, Never, ExitCode)
         template: Template is the pod template of the replicas; its labels and
             annotations are carried to every pod.
@@ -460,6 +460,7 @@ VALIDATION_MESSAGES: List[tuple] = [
     ('spec.mpiReplicaSpecs.Worker', 'must be set: an elastic job needs workers'),
     ('spec.mpiReplicaSpecs.Worker.replicas', 'must not be less than spec.elasticPolicy.minReplicas (either one unset means 1)'),
     ('spec.mpiReplicaSpecs.Worker.replicas', 'must not be more than spec.elasticPolicy.maxReplicas (unset replicas mean 1)'),
+    ('spec.elasticPolicy', 'cannot be removed once set: the job would turn into a fixed one and could lose running workers (a client that does not know this field must patch the job, not replace it)'),
     ('spec.runPolicy.managedBy', 'is immutable: it can be set only when the job is created'),
     ('spec.elasticPolicy.minReplicas', 'must not be more than spec.elasticPolicy.maxReplicas'),
     ('spec.runPolicy.managedBy', 'must be kubeflow.org/mpi-operator or kueue.x-k8s.io/multikueue, or empty'),

@@ -375,9 +375,11 @@ def test_v2beta1_client_uses_its_version_and_labels(stub):
         "GET",
         "/api/v1/namespaces/ns/pods",
         200,
-        {"items": [{"metadata": {"name": "pi-worker-0", "labels": {"training.kubeflow.org/replica-index": "0"}}, "status": {"phase": "Running"}}]},
+        {"items": [{"metadata": {"name": "pi-worker-0", "labels": {"training.kubeflow.org/replica-index": "1"}}, "status": {"phase": "Running"}}]},
     )
-    assert [(w.name, w.listed) for w in client.get_workers("pi")] == [("pi-worker-0", True)]
+    # The index is the name's: with the launcher as a worker, the label is
+    # the index plus one.
+    assert [(w.name, w.index, w.listed) for w in client.get_workers("pi")] == [("pi-worker-0", 0, True)]
     assert stub.requests[1]["query"] == {"labelSelector": "training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=worker"}
 
 

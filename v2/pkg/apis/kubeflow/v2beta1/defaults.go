@@ -7,6 +7,13 @@ const (
 	DefaultDrainSeconds              int32 = 30
 	DefaultMinReplicas               int32 = 1
 	DefaultMinReplicasTimeoutSeconds int32 = 600
+
+	// DefaultRestartPolicy is the workers' restart policy when unset.
+	DefaultRestartPolicy = RestartPolicyNever
+	// DefaultLauncherRestartPolicy is the launcher's restart policy when
+	// unset: its Job restarts a failed launcher in its pod, within
+	// runPolicy.backoffLimit.
+	DefaultLauncherRestartPolicy = RestartPolicyOnFailure
 )
 
 // SetDefaults_MPIJob fills the fields that the API leaves optional. The
@@ -29,14 +36,17 @@ func SetDefaults_MPIJob(job *MPIJob) {
 	if spec.MPIImplementation == "" {
 		spec.MPIImplementation = MPIImplementationOpenMPI
 	}
-	for _, rt := range []MPIReplicaType{MPIReplicaTypeLauncher, MPIReplicaTypeWorker} {
+	for rt, restart := range map[MPIReplicaType]RestartPolicy{
+		MPIReplicaTypeLauncher: DefaultLauncherRestartPolicy,
+		MPIReplicaTypeWorker:   DefaultRestartPolicy,
+	} {
 		rs := spec.MPIReplicaSpecs[rt]
 		if rs == nil {
 			continue
 		}
 		setDefault(&rs.Replicas, 1)
 		if rs.RestartPolicy == "" {
-			rs.RestartPolicy = RestartPolicyNever
+			rs.RestartPolicy = restart
 		}
 	}
 	if ep := spec.ElasticPolicy; ep != nil {

@@ -59,14 +59,14 @@ func TestSetDefaultsMPIJob(t *testing.T) {
 			want: defaulted(nil),
 		},
 		{
-			name: "replicas 1 and restartPolicy Never when unset",
+			name: "replicas 1 and restartPolicy OnFailure for the launcher, Never for the workers when unset",
 			in: MPIJobSpec{MPIReplicaSpecs: map[MPIReplicaType]*ReplicaSpec{
 				MPIReplicaTypeLauncher: {Template: tmpl},
 				MPIReplicaTypeWorker:   {Template: tmpl},
 			}},
 			want: defaulted(func(s *MPIJobSpec) {
 				s.MPIReplicaSpecs = map[MPIReplicaType]*ReplicaSpec{
-					MPIReplicaTypeLauncher: {Replicas: ptrTo[int32](1), RestartPolicy: RestartPolicyNever, Template: tmpl},
+					MPIReplicaTypeLauncher: {Replicas: ptrTo[int32](1), RestartPolicy: RestartPolicyOnFailure, Template: tmpl},
 					MPIReplicaTypeWorker:   {Replicas: ptrTo[int32](1), RestartPolicy: RestartPolicyNever, Template: tmpl},
 				}
 			}),

@@ -70,17 +70,20 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || has(self.mpiReplicaSpecs.Worker)",message="must be set: an elastic job needs workers",fieldPath=".mpiReplicaSpecs.Worker",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.replicas) ? self.mpiReplicaSpecs.Worker.replicas : 1) >= (has(self.elasticPolicy.minReplicas) ? self.elasticPolicy.minReplicas : 1)",message="must not be less than spec.elasticPolicy.minReplicas (either one unset means 1)",fieldPath=".mpiReplicaSpecs.Worker.replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.maxReplicas) || !has(self.mpiReplicaSpecs.Worker) || (has(self.mpiReplicaSpecs.Worker.replicas) ? self.mpiReplicaSpecs.Worker.replicas : 1) <= self.elasticPolicy.maxReplicas",message="must not be more than spec.elasticPolicy.maxReplicas (unset replicas mean 1)",fieldPath=".mpiReplicaSpecs.Worker.replicas"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.elasticPolicy) || has(self.elasticPolicy)",message="cannot be removed once set: the job would turn into a fixed one and could lose running workers (a client that does not know this field must patch the job, not replace it)",fieldPath=".elasticPolicy",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="(has(self.runPolicy) && has(self.runPolicy.managedBy) && size(self.runPolicy.managedBy) > 0 ? self.runPolicy.managedBy : 'unset') == (has(oldSelf.runPolicy) && has(oldSelf.runPolicy.managedBy) && size(oldSelf.runPolicy.managedBy) > 0 ? oldSelf.runPolicy.managedBy : 'unset')",message="is immutable: it can be set only when the job is created",fieldPath=".runPolicy.managedBy"
 type MPIJobSpec struct {
 	// SlotsPerWorker is the number of MPI slots each worker offers.
 	// Unset means 1.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=1
 	SlotsPerWorker *int32 `json:"slotsPerWorker,omitempty"`
 
 	// RunLauncherAsWorker makes the launcher a host too: it is listed first
 	// in the hostfile and the job's Service selects it. Unset means false.
 	// +optional
+	// +kubebuilder:default=false
 	RunLauncherAsWorker *bool `json:"runLauncherAsWorker,omitempty"`
 
 	// RunPolicy bounds the job and its launcher Job: clean-up, TTL after it
@@ -97,6 +100,7 @@ type MPIJobSpec struct {
 	// SSHAuthMountPath is where the job's SSH keys are mounted in every
 	// pod. Unset means /root/.ssh.
 	// +optional
+	// +kubebuilder:default="/root/.ssh"
 	SSHAuthMountPath string `json:"sshAuthMountPath,omitempty"`
 
 	// LauncherCreationPolicy says when the launcher Job is created:
@@ -104,19 +108,21 @@ type MPIJobSpec struct {
 	// Ready.
 	// +optional
 	// +kubebuilder:validation:Enum=AtStartup;WaitForWorkersReady
+	// +kubebuilder:default=AtStartup
 	LauncherCreationPolicy LauncherCreationPolicy `json:"launcherCreationPolicy,omitempty"`
 
 	// MPIImplementation selects the hostfile format and the launcher's
 	// environment: OpenMPI (the default), Intel or MPICH.
 	// +optional
 	// +kubebuilder:validation:Enum=OpenMPI;Intel;MPICH
+	// +kubebuilder:default=OpenMPI
 	MPIImplementation MPIImplementation `json:"mpiImplementation,omitempty"`
 
 	// ElasticPolicy, when set, makes the job elastic: the worker count may
 	// move between its bounds, workers chosen for removal leave
 	// discover_hosts.sh before they are deleted, and failed workers are
 	// replaced instead of failing the job. An extension of this operator;
-	// the upstream operator ignores it.
+	// the upstream operator ignores it. Once set it cannot be removed.
 	// +optional
 	ElasticPolicy *ElasticPolicy `json:"elasticPolicy,omitempty"`
 }
@@ -153,7 +159,7 @@ type ReplicaSpec struct {
 
 	// RestartPolicy is the pods' restart policy: Always, OnFailure, Never
 	// or ExitCode (Never, and the launcher Job retries on a retryable exit
-	// code). Unset means Never.
+	// code). Unset means OnFailure for the launcher, Never for the workers.
 	// +optional
 	// +kubebuilder:validation:Enum=Always;OnFailure;Never;ExitCode
 	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
@@ -221,6 +227,7 @@ type RunPolicy struct {
 	// suspended, until it is set back to false. Kueue admits jobs through
 	// it. Unset means false.
 	// +optional
+	// +kubebuilder:default=false
 	Suspend *bool `json:"suspend,omitempty"`
 
 	// ManagedBy names the controller that reconciles the job: unset, empty
