@@ -36,7 +36,7 @@ func TestRefusedWriteBlocksJob(t *testing.T) {
 		t.Fatalf("sync error %v, want the refusal", err)
 	}
 	st := f.writtenStatus()
-	c := findCondition(&st, conditionBlocked)
+	c := conditions.Find(st.Conditions, conditionBlocked)
 	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != "Invalid" || !strings.Contains(c.Message, refusal.Error()) {
 		t.Fatalf("Blocked condition %+v, want reason Invalid carrying %q", c, refusal.Error())
 	}
@@ -72,7 +72,7 @@ func TestRefusedWriteBlocksJob(t *testing.T) {
 	// Once the write goes through, the condition goes.
 	f.sync(job)
 	st = f.writtenStatus()
-	if c := findCondition(&st, conditionBlocked); c != nil {
+	if c := conditions.Find(st.Conditions, conditionBlocked); c != nil {
 		t.Errorf("Blocked condition %+v kept after a sync that went through", c)
 	}
 }
@@ -105,12 +105,12 @@ func TestForeignObjectWithoutLabelBlocksJob(t *testing.T) {
 				}
 			}
 			st := f.writtenStatus()
-			c := findCondition(&st, conditionBlocked)
+			c := conditions.Find(st.Conditions, conditionBlocked)
 			want := fmt.Sprintf("%s %q already exists and is not managed by MPIJob pi", kind, obj.(metav1.Object).GetName())
 			if c == nil || c.Reason != eventErrResourceExists || !strings.Contains(c.Message, want) {
 				t.Errorf("Blocked condition %+v, want ErrResourceExists %q", c, want)
 			}
-			if hasCondition(&st, common.JobFailed) {
+			if conditions.Has(st.Conditions, common.JobFailed) {
 				t.Errorf("job failed: %+v", st.Conditions)
 			}
 		})
@@ -126,7 +126,7 @@ func TestBlockedConditionClearedOnFinish(t *testing.T) {
 	setCondition(&job.Status, conditionBlocked, "Invalid", "old refusal", now)
 	f.pods[1].Status.Phase = corev1.PodSucceeded
 	st, _ := f.syncRecordingEnd(job)
-	if findCondition(&st, conditionBlocked) != nil || !hasCondition(&st, common.JobSucceeded) {
+	if conditions.Find(st.Conditions, conditionBlocked) != nil || !conditions.Has(st.Conditions, common.JobSucceeded) {
 		t.Errorf("conditions %+v", st.Conditions)
 	}
 }
@@ -145,10 +145,10 @@ func TestInvalidEditHoldsRunningJob(t *testing.T) {
 	}
 	f.expectKubeWrites()
 	st := f.writtenStatus()
-	if isFinished(&st) || !hasCondition(&st, common.JobRunning) {
+	if conditions.Finished(st.Conditions) || !conditions.Has(st.Conditions, common.JobRunning) {
 		t.Errorf("conditions %+v, want still Running", st.Conditions)
 	}
-	c := findCondition(&st, conditionBlocked)
+	c := conditions.Find(st.Conditions, conditionBlocked)
 	if c == nil || c.Reason != reasonInvalidSpec || !strings.Contains(c.Message, "spec.mainContainer") {
 		t.Errorf("Blocked condition %+v, want InvalidMPIJobSpec naming spec.mainContainer", c)
 	}
@@ -161,7 +161,7 @@ func TestInvalidEditHoldsRunningJob(t *testing.T) {
 	f.sync(job)
 	f.expectKubeWrites()
 	st = f.writtenStatus()
-	if c := findCondition(&st, conditionBlocked); c != nil {
+	if c := conditions.Find(st.Conditions, conditionBlocked); c != nil {
 		t.Errorf("Blocked condition %+v kept after the spec was fixed", c)
 	}
 }

@@ -181,7 +181,7 @@ func TestDiscoveryLeavesJobsToTheMainSync(t *testing.T) {
 		},
 		"finished": func(f *fixture) *kubeflow.MPIJob {
 			job := oneOfTwoListed(f)
-			setCondition(&job.Status, common.JobSucceeded, reasonSucceeded, "done", metav1.NewTime(testNow))
+			setCondition(&job.Status, common.JobSucceeded, reconcile.ReasonSucceeded, "done", metav1.NewTime(testNow))
 			return job
 		},
 		"invalid spec": func(f *fixture) *kubeflow.MPIJob {

@@ -43,7 +43,7 @@ func minReplicasClock(job *kubeflow.MPIJob, ws []elastic.Worker, recorded elasti
 		return elastic.MinReplicasClock{}
 	}
 	timeout := time.Duration(*ep.MinReplicasTimeoutSeconds) * time.Second
-	started := hasCondition(&job.Status, common.JobRunning)
+	started := conditions.Has(job.Status.Conditions, common.JobRunning)
 	return elastic.TrackMinReplicas(int(*ep.MinReplicas), timeout, started, ws, recorded.BelowMinSince, now)
 }
 
@@ -53,7 +53,7 @@ func minReplicasClock(job *kubeflow.MPIJob, ws []elastic.Worker, recorded elasti
 // operator's conditions only: a failed worker of such a job is not
 // replaced, so it would never settle.
 func updateResizing(job *kubeflow.MPIJob, ws []elastic.Worker, plan elastic.Plan, now metav1.Time) {
-	if job.Spec.ElasticPolicy == nil || !hasCondition(&job.Status, common.JobRunning) || elastic.Settled(workerSpec(job), ws, plan) {
+	if job.Spec.ElasticPolicy == nil || !conditions.Has(job.Status.Conditions, common.JobRunning) || elastic.Settled(workerSpec(job), ws, plan) {
 		removeCondition(&job.Status, conditionResizing)
 		return
 	}
@@ -63,11 +63,5 @@ func updateResizing(job *kubeflow.MPIJob, ws []elastic.Worker, plan elastic.Plan
 
 // removeCondition drops every condition of type t.
 func removeCondition(status *common.JobStatus, t common.JobConditionType) {
-	kept := status.Conditions[:0]
-	for _, c := range status.Conditions {
-		if c.Type != t {
-			kept = append(kept, c)
-		}
-	}
-	status.Conditions = kept
+	status.Conditions = conditions.Remove(status.Conditions, t)
 }

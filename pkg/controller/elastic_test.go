@@ -52,10 +52,10 @@ func TestElasticReplacesFailedWorkerUnderNewName(t *testing.T) {
 		t.Errorf("exec resourceNames (-want +got):\n%s", diff)
 	}
 	st := f.writtenStatus()
-	if !hasCondition(&st, common.JobRunning) || isFinished(&st) {
+	if !conditions.Has(st.Conditions, common.JobRunning) || conditions.Finished(st.Conditions) {
 		t.Errorf("conditions %+v, want still Running", st.Conditions)
 	}
-	if !hasCondition(&st, conditionResizing) {
+	if !conditions.Has(st.Conditions, conditionResizing) {
 		t.Errorf("conditions %+v lack Resizing", st.Conditions)
 	}
 	found := false
@@ -109,7 +109,7 @@ func TestElasticBelowMinReplicasStartsClock(t *testing.T) {
 		t.Errorf("below-min annotation %q, want %s", got, testNow.Format(time.RFC3339))
 	}
 	st := f.writtenStatus()
-	if isFinished(&st) {
+	if conditions.Finished(st.Conditions) {
 		t.Errorf("job finished below min before its timeout: %+v", st.Conditions)
 	}
 }
@@ -128,14 +128,14 @@ func TestElasticBelowMinReplicasTooLongFails(t *testing.T) {
 	st, _ := f.syncRecordingEnd(job)
 	// Stopped: the discovery script empties, then every active pod goes.
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"), del("pods", "pi-worker-2"), del("pods", "pi-launcher"))
-	c := findCondition(&st, common.JobFailed)
+	c := conditions.Find(st.Conditions, common.JobFailed)
 	if c == nil || c.Reason != reasonWorkersBelowMinimum {
 		t.Fatalf("Failed condition %+v, want WorkersBelowMinimum", c)
 	}
 	if !strings.Contains(c.Message, "minReplicasTimeoutSeconds (60s)") {
 		t.Errorf("message %q does not name the field", c.Message)
 	}
-	if hasCondition(&st, conditionResizing) {
+	if conditions.Has(st.Conditions, conditionResizing) {
 		t.Errorf("a failed job is still Resizing: %+v", st.Conditions)
 	}
 }
@@ -159,7 +159,7 @@ func TestResizingConditionClearsWhenSettled(t *testing.T) {
 	f.syncCountsDue(job)
 	f.expectKubeWrites()
 	st := f.writtenStatus()
-	if findCondition(&st, conditionResizing) != nil {
+	if conditions.Find(st.Conditions, conditionResizing) != nil {
 		t.Errorf("Resizing kept on a settled job: %+v", st.Conditions)
 	}
 	last := st.Conditions[len(st.Conditions)-1]
@@ -178,7 +178,7 @@ func TestFixedJobFailedWorkerIsNotReplaced(t *testing.T) {
 	// Its conditions are the upstream operator's: still Running, and no
 	// Resizing that would never settle.
 	st := f.writtenStatus()
-	if !hasCondition(&st, common.JobRunning) || findCondition(&st, conditionResizing) != nil {
+	if !conditions.Has(st.Conditions, common.JobRunning) || conditions.Find(st.Conditions, conditionResizing) != nil {
 		t.Errorf("conditions %+v, want Running and no Resizing", st.Conditions)
 	}
 }
@@ -234,7 +234,7 @@ func TestElasticJobHeldAtItsBound(t *testing.T) {
 		}
 	}
 	st := f.writtenStatus()
-	c := findCondition(&st, conditionBlocked)
+	c := conditions.Find(st.Conditions, conditionBlocked)
 	if c == nil || c.Reason != reconcile.ReasonAtBound || !strings.Contains(c.Message, "2 more are created as draining workers go") {
 		t.Errorf("Blocked condition %+v, want reason %s saying 2 wait", c, reconcile.ReasonAtBound)
 	}

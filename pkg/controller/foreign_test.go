@@ -103,7 +103,7 @@ func TestForeignWorkerNameNeverGranted(t *testing.T) {
 			}
 			f.expectKubeWrites(update("configmaps", "pi-config"), update("roles", "pi-launcher"), create("pods", "pi-worker-2"))
 			st := f.writtenStatus()
-			c := findCondition(&st, conditionBlocked)
+			c := conditions.Find(st.Conditions, conditionBlocked)
 			if c == nil || c.Reason != eventErrResourceExists || !strings.Contains(c.Message, `Pod "pi-worker-1" already exists and is not managed by MPIJob pi`) {
 				t.Errorf("Blocked condition %+v", c)
 			}
@@ -128,7 +128,7 @@ func TestForeignWorkerNameNeverGranted(t *testing.T) {
 				}
 			}
 			st := f.writtenStatus()
-			if c := findCondition(&st, conditionBlocked); c != nil {
+			if c := conditions.Find(st.Conditions, conditionBlocked); c != nil {
 				t.Errorf("elastic job Blocked: %+v", c)
 			}
 		})
@@ -155,7 +155,7 @@ func TestLeavingForeignPodIsWaitedFor(t *testing.T) {
 		t.Errorf("exec granted (-want +got):\n%s", diff)
 	}
 	st := f.writtenStatus()
-	if c := findCondition(&st, conditionBlocked); c != nil {
+	if c := conditions.Find(st.Conditions, conditionBlocked); c != nil {
 		t.Errorf("Blocked by a pod on its way out: %+v", c)
 	}
 }

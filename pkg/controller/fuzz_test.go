@@ -56,7 +56,7 @@ func FuzzSync(f *testing.F) {
 		}
 		st := fx.writtenStatus()
 		if errs := validateJob(defaulted(job)); len(errs) > 0 {
-			c := findCondition(&st, common.JobFailed)
+			c := conditions.Find(st.Conditions, common.JobFailed)
 			if c == nil || c.Reason != reasonInvalidSpec {
 				t.Fatalf("invalid job (%v) not failed: %+v", errs.ToAggregate(), st.Conditions)
 			}

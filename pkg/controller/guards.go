@@ -88,7 +88,7 @@ func (c *MPIJobController) checkJob(shared *kubeflow.MPIJob, now metav1.Time) (*
 	// Whether the job's end is recorded already: the pods of a finished job
 	// are wound down only once it is, so that a lost status write cannot
 	// leave a job whose pods are gone and that starts them again.
-	recorded := isFinished(&job.Status)
+	recorded := conditions.Finished(job.Status.Conditions)
 	var invalid error
 	if !recorded {
 		invalid = c.checkSpec(job, now)
@@ -104,7 +104,7 @@ func (c *MPIJobController) checkJob(shared *kubeflow.MPIJob, now metav1.Time) (*
 		return obs, exitRecord, invalid
 	case recorded:
 		return obs, exitWindDown, nil
-	case isFinished(&job.Status) || c.endsNow(obs, now):
+	case conditions.Finished(job.Status.Conditions) || c.endsNow(obs, now):
 		return obs, exitRecord, nil
 	}
 	return obs, exitNone, nil

@@ -12,6 +12,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // guardState is a job at one early exit of the sync.
@@ -94,7 +95,7 @@ func (f *fixture) expectCondition(want string) {
 	f.t.Helper()
 	st := f.writtenStatus()
 	typ, reason, _ := strings.Cut(want, " ")
-	if c := findCondition(&st, common.JobConditionType(typ)); c == nil || c.Status != corev1.ConditionTrue || c.Reason != reason {
+	if c := conditions.Find(st.Conditions, common.JobConditionType(typ)); c == nil || c.Status != corev1.ConditionTrue || c.Reason != reason {
 		f.t.Errorf("%s condition %+v, want True with reason %s", typ, c, reason)
 	}
 }
@@ -177,7 +178,7 @@ func guardStates() []guardState {
 			launcherOf(f).Status.Phase = corev1.PodSucceeded
 			f.cms[0].Data[discoverHostsKey] = "#!/bin/sh\n"
 			done := metav1.NewTime(testNow.Add(-time.Minute))
-			setCondition(&job.Status, common.JobSucceeded, reasonSucceeded, "MPIJob ns/pi successfully completed.", done)
+			setCondition(&job.Status, common.JobSucceeded, reconcile.ReasonSucceeded, "MPIJob ns/pi successfully completed.", done)
 			job.Status.CompletionTime = &done
 			return job
 		}},

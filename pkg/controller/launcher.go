@@ -15,6 +15,7 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 const reasonPodEvicted = "Evicted"
@@ -31,7 +32,7 @@ func (c *MPIJobController) checkLauncherOutcome(job *kubeflow.MPIJob, launcher *
 	switch launcher.Status.Phase {
 	case corev1.PodSucceeded:
 		msg := fmt.Sprintf("MPIJob %s/%s successfully completed.", job.Namespace, job.Name)
-		if setCondition(&job.Status, common.JobSucceeded, reasonSucceeded, msg, now) {
+		if setCondition(&job.Status, common.JobSucceeded, reconcile.ReasonSucceeded, msg, now) {
 			job.Status.CompletionTime = &now
 		}
 		return true
@@ -74,13 +75,13 @@ func (c *MPIJobController) launcherFailed(job *kubeflow.MPIJob, launcher *corev1
 		rs.Failed++
 		reason, why := reasonRestarting, fmt.Sprintf("failure %d", rs.Failed)
 		if evicted {
-			reason, why = reasonEvicted, fmt.Sprintf("eviction (failure %d)", rs.Failed)
+			reason, why = reconcile.ReasonEvicted, fmt.Sprintf("eviction (failure %d)", rs.Failed)
 		}
 		msg := fmt.Sprintf("MPIJob %s/%s is restarting its launcher after %s %s.", job.Namespace, job.Name, why, launcherTag(launcher))
 		setCondition(&job.Status, common.JobRestarting, reason, msg, now)
 		return false
 	}
-	reason, msg := reasonFailed, fmt.Sprintf("MPIJob %s/%s has failed", job.Namespace, job.Name)
+	reason, msg := reconcile.ReasonFailed, fmt.Sprintf("MPIJob %s/%s has failed", job.Namespace, job.Name)
 	switch {
 	case restartable:
 		reason = reasonBackoffLimitExceeded
@@ -106,7 +107,7 @@ func launcherRestartRecorded(job *kubeflow.MPIJob, launcher *corev1.Pod) bool {
 	if launcher == nil || launcher.DeletionTimestamp != nil || launcher.Status.Phase != corev1.PodFailed {
 		return false
 	}
-	cond := findCondition(&job.Status, common.JobRestarting)
+	cond := conditions.Find(job.Status.Conditions, common.JobRestarting)
 	return cond != nil && cond.Status == corev1.ConditionTrue && strings.Contains(cond.Message, launcherTag(launcher))
 }
 
@@ -149,7 +150,7 @@ func (c *MPIJobController) checkEvictedWorkers(job *kubeflow.MPIJob, workers []*
 	if evicted == 0 {
 		return false
 	}
-	c.failJob(job, reasonEvicted, fmt.Sprintf("%d/%d workers are evicted", evicted, len(workers)), now)
+	c.failJob(job, reconcile.ReasonEvicted, fmt.Sprintf("%d/%d workers are evicted", evicted, len(workers)), now)
 	return true
 }
 
@@ -252,7 +253,7 @@ func (c *MPIJobController) updateRunning(job *kubeflow.MPIJob, launcher *corev1.
 		return
 	}
 	msg := fmt.Sprintf("MPIJob %s/%s is running.", job.Namespace, job.Name)
-	setCondition(&job.Status, common.JobRunning, reasonRunning, msg, now)
+	setCondition(&job.Status, common.JobRunning, reconcile.ReasonRunning, msg, now)
 }
 
 func podFinished(pod *corev1.Pod) bool {

@@ -94,7 +94,7 @@ func (c *MPIJobController) clearHosts(ctx context.Context, job *kubeflow.MPIJob)
 // active pods whatever cleanPodPolicy says: it ran too long, restarted too
 // often or stayed below its minimum of workers.
 func stopsAllPods(job *kubeflow.MPIJob) bool {
-	cond := findCondition(&job.Status, common.JobFailed)
+	cond := conditions.Find(job.Status.Conditions, common.JobFailed)
 	if cond == nil || cond.Status != corev1.ConditionTrue {
 		return false
 	}

@@ -21,11 +21,6 @@ import (
 // Condition reasons and event reasons. The MPIJob* condition reasons are the
 // upstream operator's; Kubeflow Pipelines and the SDKs read them.
 const (
-	reasonCreated              = "MPIJobCreated"
-	reasonRunning              = "MPIJobRunning"
-	reasonSucceeded            = "MPIJobSucceeded"
-	reasonFailed               = "MPIJobFailed"
-	reasonEvicted              = "MPIJobEvicted"
 	reasonRestarting           = "MPIJobRestarting"
 	reasonDeadlineExceeded     = "DeadlineExceeded"
 	reasonBackoffLimitExceeded = "BackoffLimitExceeded"
@@ -41,7 +36,7 @@ const (
 // keeps its place and lastTransitionTime and takes the new reason and
 // message. It reports whether anything changed.
 func setCondition(status *common.JobStatus, t common.JobConditionType, reason, message string, now metav1.Time) bool {
-	if cur := findCondition(status, t); cur != nil && cur.Status == corev1.ConditionTrue {
+	if cur := conditions.Find(status.Conditions, t); cur != nil && cur.Status == corev1.ConditionTrue {
 		if cur.Reason == reason && cur.Message == message {
 			return false
 		}
@@ -76,22 +71,11 @@ func setCondition(status *common.JobStatus, t common.JobConditionType, reason, m
 	return true
 }
 
-func findCondition(status *common.JobStatus, t common.JobConditionType) *common.JobCondition {
-	for i := range status.Conditions {
-		if status.Conditions[i].Type == t {
-			return &status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func hasCondition(status *common.JobStatus, t common.JobConditionType) bool {
-	c := findCondition(status, t)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-func isFinished(status *common.JobStatus) bool {
-	return hasCondition(status, common.JobSucceeded) || hasCondition(status, common.JobFailed)
+// conditions are the v1 API's job conditions.
+var conditions = reconcile.Conditions[common.JobCondition, common.JobConditionType]{
+	Type:      func(c *common.JobCondition) common.JobConditionType { return c.Type },
+	Status:    func(c *common.JobCondition) corev1.ConditionStatus { return c.Status },
+	Succeeded: common.JobSucceeded, Failed: common.JobFailed,
 }
 
 // initStatus makes sure the fields the API requires are present.
@@ -249,7 +233,7 @@ func (c *MPIJobController) announce(job *kubeflow.MPIJob, old *common.JobStatus)
 		if cond.Status != corev1.ConditionTrue {
 			continue
 		}
-		if prev := findCondition(old, cond.Type); prev != nil && prev.Status == corev1.ConditionTrue &&
+		if prev := conditions.Find(old.Conditions, cond.Type); prev != nil && prev.Status == corev1.ConditionTrue &&
 			prev.Reason == cond.Reason && prev.Message == cond.Message {
 			continue
 		}

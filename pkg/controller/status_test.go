@@ -12,6 +12,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 var (
@@ -26,8 +27,8 @@ func statusTestCond(t common.JobConditionType, s corev1.ConditionStatus, reason,
 func TestSetCondition(t *testing.T) {
 	T, F := corev1.ConditionTrue, corev1.ConditionFalse
 	t1, t2 := statusTestT1, statusTestT2
-	created := statusTestCond(common.JobCreated, T, reasonCreated, "created", t1, t1)
-	running := statusTestCond(common.JobRunning, T, reasonRunning, "running", t1, t1)
+	created := statusTestCond(common.JobCreated, T, reconcile.ReasonCreated, "created", t1, t1)
+	running := statusTestCond(common.JobRunning, T, reconcile.ReasonRunning, "running", t1, t1)
 	restarting := statusTestCond(common.JobRestarting, T, reasonRestarting, "restarting", t1, t1)
 	cases := []struct {
 		name        string
@@ -39,29 +40,29 @@ func TestSetCondition(t *testing.T) {
 	}{
 		{
 			name:     "first condition is True",
-			condType: common.JobCreated, reason: reasonCreated, msg: "created",
+			condType: common.JobCreated, reason: reconcile.ReasonCreated, msg: "created",
 			wantChanged: true,
-			want:        []common.JobCondition{statusTestCond(common.JobCreated, T, reasonCreated, "created", t2, t2)},
+			want:        []common.JobCondition{statusTestCond(common.JobCreated, T, reconcile.ReasonCreated, "created", t2, t2)},
 		},
 		{
 			name:     "same type, status and reason is a no-op",
 			before:   []common.JobCondition{created},
-			condType: common.JobCreated, reason: reasonCreated, msg: "created",
+			condType: common.JobCreated, reason: reconcile.ReasonCreated, msg: "created",
 			want: []common.JobCondition{created},
 		},
 		{
 			name:     "another message updates it in place, keeping its transition time",
 			before:   []common.JobCondition{running, created},
-			condType: common.JobRunning, reason: reasonRunning, msg: "running again",
+			condType: common.JobRunning, reason: reconcile.ReasonRunning, msg: "running again",
 			wantChanged: true,
-			want:        []common.JobCondition{statusTestCond(common.JobRunning, T, reasonRunning, "running again", t2, t1), created},
+			want:        []common.JobCondition{statusTestCond(common.JobRunning, T, reconcile.ReasonRunning, "running again", t2, t1), created},
 		},
 		{
 			name:     "Running appended after Created",
 			before:   []common.JobCondition{created},
-			condType: common.JobRunning, reason: reasonRunning, msg: "running",
+			condType: common.JobRunning, reason: reconcile.ReasonRunning, msg: "running",
 			wantChanged: true,
-			want:        []common.JobCondition{created, statusTestCond(common.JobRunning, T, reasonRunning, "running", t2, t2)},
+			want:        []common.JobCondition{created, statusTestCond(common.JobRunning, T, reconcile.ReasonRunning, "running", t2, t2)},
 		},
 		{
 			name:     "Restarting removes Running",
@@ -73,67 +74,67 @@ func TestSetCondition(t *testing.T) {
 		{
 			name:     "Running removes Restarting",
 			before:   []common.JobCondition{created, restarting},
-			condType: common.JobRunning, reason: reasonRunning, msg: "running",
+			condType: common.JobRunning, reason: reconcile.ReasonRunning, msg: "running",
 			wantChanged: true,
-			want:        []common.JobCondition{created, statusTestCond(common.JobRunning, T, reasonRunning, "running", t2, t2)},
+			want:        []common.JobCondition{created, statusTestCond(common.JobRunning, T, reconcile.ReasonRunning, "running", t2, t2)},
 		},
 		{
 			name:     "Succeeded turns Running False and keeps it",
 			before:   []common.JobCondition{created, running},
-			condType: common.JobSucceeded, reason: reasonSucceeded, msg: "done",
+			condType: common.JobSucceeded, reason: reconcile.ReasonSucceeded, msg: "done",
 			wantChanged: true,
 			want: []common.JobCondition{
 				created,
-				statusTestCond(common.JobRunning, F, reasonRunning, "running", t2, t2),
-				statusTestCond(common.JobSucceeded, T, reasonSucceeded, "done", t2, t2),
+				statusTestCond(common.JobRunning, F, reconcile.ReasonRunning, "running", t2, t2),
+				statusTestCond(common.JobSucceeded, T, reconcile.ReasonSucceeded, "done", t2, t2),
 			},
 		},
 		{
 			name:     "Failed turns Running False and keeps it",
 			before:   []common.JobCondition{created, running},
-			condType: common.JobFailed, reason: reasonFailed, msg: "failed",
+			condType: common.JobFailed, reason: reconcile.ReasonFailed, msg: "failed",
 			wantChanged: true,
 			want: []common.JobCondition{
 				created,
-				statusTestCond(common.JobRunning, F, reasonRunning, "running", t2, t2),
-				statusTestCond(common.JobFailed, T, reasonFailed, "failed", t2, t2),
+				statusTestCond(common.JobRunning, F, reconcile.ReasonRunning, "running", t2, t2),
+				statusTestCond(common.JobFailed, T, reconcile.ReasonFailed, "failed", t2, t2),
 			},
 		},
 		{
 			name: "Failed leaves an already False Running as it was",
 			before: []common.JobCondition{
 				created,
-				statusTestCond(common.JobRunning, F, reasonRunning, "running", t1, t1),
+				statusTestCond(common.JobRunning, F, reconcile.ReasonRunning, "running", t1, t1),
 			},
-			condType: common.JobFailed, reason: reasonFailed, msg: "failed",
+			condType: common.JobFailed, reason: reconcile.ReasonFailed, msg: "failed",
 			wantChanged: true,
 			want: []common.JobCondition{
 				created,
-				statusTestCond(common.JobRunning, F, reasonRunning, "running", t1, t1),
-				statusTestCond(common.JobFailed, T, reasonFailed, "failed", t2, t2),
+				statusTestCond(common.JobRunning, F, reconcile.ReasonRunning, "running", t1, t1),
+				statusTestCond(common.JobFailed, T, reconcile.ReasonFailed, "failed", t2, t2),
 			},
 		},
 		{
 			name: "a False condition set again turns True with a new transition time",
 			before: []common.JobCondition{
 				created,
-				statusTestCond(common.JobRunning, F, reasonRunning, "running", t1, t1),
+				statusTestCond(common.JobRunning, F, reconcile.ReasonRunning, "running", t1, t1),
 			},
-			condType: common.JobRunning, reason: reasonRunning, msg: "running",
+			condType: common.JobRunning, reason: reconcile.ReasonRunning, msg: "running",
 			wantChanged: true,
 			want: []common.JobCondition{
 				created,
-				statusTestCond(common.JobRunning, T, reasonRunning, "running", t2, t2),
+				statusTestCond(common.JobRunning, T, reconcile.ReasonRunning, "running", t2, t2),
 			},
 		},
 		{
 			name:     "Succeeded does not touch Created",
 			before:   []common.JobCondition{created},
-			condType: common.JobSucceeded, reason: reasonSucceeded, msg: "done",
+			condType: common.JobSucceeded, reason: reconcile.ReasonSucceeded, msg: "done",
 			wantChanged: true,
 			want: []common.JobCondition{
 				created,
-				statusTestCond(common.JobSucceeded, T, reasonSucceeded, "done", t2, t2),
+				statusTestCond(common.JobSucceeded, T, reconcile.ReasonSucceeded, "done", t2, t2),
 			},
 		},
 	}
@@ -150,7 +151,7 @@ func TestSetCondition(t *testing.T) {
 			if n := countType(status.Conditions); n > 0 {
 				t.Errorf("a condition type is listed %d extra time(s): %+v", n, status.Conditions)
 			}
-			if hasCondition(status, common.JobRunning) && hasCondition(status, common.JobRestarting) {
+			if conditions.Has(status.Conditions, common.JobRunning) && conditions.Has(status.Conditions, common.JobRestarting) {
 				t.Errorf("Running and Restarting are both True: %+v", status.Conditions)
 			}
 		})
@@ -178,7 +179,7 @@ func countType(conds []common.JobCondition) int {
 func TestSetConditionKeepsTransitionTimeWhenStatusUnchanged(t *testing.T) {
 	t1, t2 := statusTestT1, statusTestT2
 	status := &common.JobStatus{Conditions: []common.JobCondition{
-		statusTestCond(common.JobFailed, corev1.ConditionTrue, reasonFailed, "launcher failed", t1, t1),
+		statusTestCond(common.JobFailed, corev1.ConditionTrue, reconcile.ReasonFailed, "launcher failed", t1, t1),
 	}}
 	if !setCondition(status, common.JobFailed, reasonDeadlineExceeded, "deadline", t2) {
 		t.Fatal("setCondition with a new reason reported no change")
@@ -203,7 +204,7 @@ func TestRestartingNamesLatestLauncher(t *testing.T) {
 		"MPIJob ns/job is restarting its launcher after failure 1 (launcher pod uid uid-a).", statusTestT1)
 	setCondition(status, common.JobRestarting, reasonRestarting,
 		"MPIJob ns/job is restarting its launcher after failure 2 (launcher pod uid uid-b).", statusTestT2)
-	cond := findCondition(status, common.JobRestarting)
+	cond := conditions.Find(status.Conditions, common.JobRestarting)
 	if cond == nil {
 		t.Fatal("no Restarting condition")
 	}
@@ -230,18 +231,18 @@ func TestFindHasIsFinished(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &common.JobStatus{Conditions: tc.conds}
-			if got := hasCondition(s, common.JobRunning); got != tc.wantRunning {
-				t.Errorf("hasCondition(Running) = %v, want %v", got, tc.wantRunning)
+			if got := conditions.Has(s.Conditions, common.JobRunning); got != tc.wantRunning {
+				t.Errorf("Has(Running) = %v, want %v", got, tc.wantRunning)
 			}
-			if got := isFinished(s); got != tc.wantFinal {
-				t.Errorf("isFinished = %v, want %v", got, tc.wantFinal)
+			if got := conditions.Finished(s.Conditions); got != tc.wantFinal {
+				t.Errorf("Finished = %v, want %v", got, tc.wantFinal)
 			}
 		})
 	}
 	s := &common.JobStatus{Conditions: []common.JobCondition{{Type: common.JobCreated, Status: T}}}
-	findCondition(s, common.JobCreated).Reason = "edited"
+	conditions.Find(s.Conditions, common.JobCreated).Reason = "edited"
 	if s.Conditions[0].Reason != "edited" {
-		t.Error("findCondition does not return a pointer into the status")
+		t.Error("Find does not return a pointer into the status")
 	}
 }
 
@@ -418,7 +419,7 @@ func TestConditionChangeWritesCountsAtOnce(t *testing.T) {
 	f.pods[2].Status.Phase = corev1.PodSucceeded
 	f.sync(job)
 	st := f.writtenStatus()
-	if !hasCondition(&st, common.JobSucceeded) || st.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker].Succeeded != 1 {
+	if !conditions.Has(st.Conditions, common.JobSucceeded) || st.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker].Succeeded != 1 {
 		t.Errorf("status %+v, want Succeeded with 1 succeeded worker", st)
 	}
 }

@@ -175,11 +175,11 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 // CRD can see them; this covers the rest and older CRDs.
 func (c *MPIJobController) checkSpec(job *kubeflow.MPIJob, now metav1.Time) error {
 	errs := validateJob(job)
-	started := findCondition(&job.Status, common.JobCreated) != nil
+	started := conditions.Find(job.Status.Conditions, common.JobCreated) != nil
 	switch {
 	case len(errs) == 0 && !started:
 		msg := fmt.Sprintf("MPIJob %s/%s is created.", job.Namespace, job.Name)
-		setCondition(&job.Status, common.JobCreated, reasonCreated, msg, now)
+		setCondition(&job.Status, common.JobCreated, reconcile.ReasonCreated, msg, now)
 	case len(errs) > 0 && !started:
 		c.failJob(job, reasonInvalidSpec, fmt.Sprintf("MPIJob %s/%s is invalid: %v", job.Namespace, job.Name, errs.ToAggregate()), now)
 	case len(errs) > 0:

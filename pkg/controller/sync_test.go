@@ -69,7 +69,7 @@ func TestFirstSyncCreatesChildrenInOrder(t *testing.T) {
 	now := metav1.NewTime(testNow)
 	want := common.JobStatus{
 		Conditions: []common.JobCondition{{
-			Type: common.JobCreated, Status: corev1.ConditionTrue, Reason: reasonCreated,
+			Type: common.JobCreated, Status: corev1.ConditionTrue, Reason: reconcile.ReasonCreated,
 			Message: "MPIJob ns/pi is created.", LastUpdateTime: now, LastTransitionTime: now,
 		}},
 		ReplicaStatuses: map[common.ReplicaType]*common.ReplicaStatus{
@@ -272,8 +272,8 @@ func runningJob(f *fixture, workers int32) *kubeflow.MPIJob {
 	now := metav1.NewTime(testNow.Add(-time.Hour))
 	job.Status = common.JobStatus{
 		Conditions: []common.JobCondition{
-			{Type: common.JobCreated, Status: corev1.ConditionTrue, Reason: reasonCreated, Message: "MPIJob ns/pi is created.", LastUpdateTime: now, LastTransitionTime: now},
-			{Type: common.JobRunning, Status: corev1.ConditionTrue, Reason: reasonRunning, Message: "MPIJob ns/pi is running.", LastUpdateTime: now, LastTransitionTime: now},
+			{Type: common.JobCreated, Status: corev1.ConditionTrue, Reason: reconcile.ReasonCreated, Message: "MPIJob ns/pi is created.", LastUpdateTime: now, LastTransitionTime: now},
+			{Type: common.JobRunning, Status: corev1.ConditionTrue, Reason: reconcile.ReasonRunning, Message: "MPIJob ns/pi is running.", LastUpdateTime: now, LastTransitionTime: now},
 		},
 		ReplicaStatuses: map[common.ReplicaType]*common.ReplicaStatus{
 			kubeflow.MPIReplicaTypeLauncher: {Active: 1},
@@ -307,7 +307,7 @@ func TestLauncherRunningMarksJobRunning(t *testing.T) {
 	f.expectKubeWrites()
 	f.expectMPIWrites(statusUpdate())
 	st := f.writtenStatus()
-	if !hasCondition(&st, common.JobRunning) {
+	if !conditions.Has(st.Conditions, common.JobRunning) {
 		t.Errorf("conditions %+v lack Running", st.Conditions)
 	}
 	if st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Active != 1 || st.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker].Active != 2 {
@@ -328,7 +328,7 @@ func TestNotRunningUntilAllWorkersRun(t *testing.T) {
 	f.syncCountsDue(job)
 	f.expectKubeWrites()
 	st := f.writtenStatus()
-	if hasCondition(&st, common.JobRunning) {
+	if conditions.Has(st.Conditions, common.JobRunning) {
 		t.Errorf("Running with a Pending worker: %+v", st.Conditions)
 	}
 }
@@ -354,10 +354,10 @@ func TestLauncherSucceeded(t *testing.T) {
 			if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != "#!/bin/sh\n" {
 				t.Errorf("discover_hosts.sh of a finished job = %q", got)
 			}
-			if !hasCondition(&st, common.JobSucceeded) || hasCondition(&st, common.JobRunning) {
+			if !conditions.Has(st.Conditions, common.JobSucceeded) || conditions.Has(st.Conditions, common.JobRunning) {
 				t.Errorf("conditions %+v, want Succeeded and Running False", st.Conditions)
 			}
-			if c := findCondition(&st, common.JobRunning); c == nil || c.Status != corev1.ConditionFalse {
+			if c := conditions.Find(st.Conditions, common.JobRunning); c == nil || c.Status != corev1.ConditionFalse {
 				t.Errorf("Running condition %+v, want kept as False", c)
 			}
 			if st.CompletionTime == nil || !st.CompletionTime.Time.Equal(testNow) {
@@ -390,7 +390,7 @@ func TestLauncherFailed(t *testing.T) {
 		wantReason string
 		wantMsg    string
 	}{
-		"exit": {exitCode: 1, wantReason: reasonFailed, wantMsg: "MPIJob ns/pi has failed: its launcher exited with code 1."},
+		"exit": {exitCode: 1, wantReason: reconcile.ReasonFailed, wantMsg: "MPIJob ns/pi has failed: its launcher exited with code 1."},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -405,7 +405,7 @@ func TestLauncherFailed(t *testing.T) {
 			}
 			st, events := f.syncRecordingEnd(job)
 			f.expectKubeWrites(update("configmaps", "pi-config"))
-			c := findCondition(&st, common.JobFailed)
+			c := conditions.Find(st.Conditions, common.JobFailed)
 			if c == nil || c.Reason != tc.wantReason || c.Message != tc.wantMsg {
 				t.Errorf("Failed condition %+v, want reason %s message %q", c, tc.wantReason, tc.wantMsg)
 			}
@@ -440,7 +440,7 @@ func TestExitCodeRestartsLauncherWithinBackoffLimit(t *testing.T) {
 	f.expectKubeWrites()
 	f.expectMPIWrites(statusUpdate())
 	st := f.writtenStatus()
-	if !hasCondition(&st, common.JobRestarting) || hasCondition(&st, common.JobRunning) {
+	if !conditions.Has(st.Conditions, common.JobRestarting) || conditions.Has(st.Conditions, common.JobRunning) {
 		t.Errorf("conditions %+v, want Restarting without Running", st.Conditions)
 	}
 	if got := st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed; got != 1 {
@@ -466,15 +466,15 @@ func TestEvictedLauncherIsRecreated(t *testing.T) {
 	f.sync(job)
 	f.expectKubeWrites()
 	st := f.writtenStatus()
-	c := findCondition(&st, common.JobRestarting)
+	c := conditions.Find(st.Conditions, common.JobRestarting)
 	want := "MPIJob ns/pi is restarting its launcher after eviction (failure 1) (launcher pod uid pi-launcher-uid)."
-	if c == nil || c.Reason != reasonEvicted || c.Message != want {
-		t.Errorf("Restarting condition %+v, want reason %s message %q", c, reasonEvicted, want)
+	if c == nil || c.Reason != reconcile.ReasonEvicted || c.Message != want {
+		t.Errorf("Restarting condition %+v, want reason %s message %q", c, reconcile.ReasonEvicted, want)
 	}
-	if isFinished(&st) {
+	if conditions.Finished(st.Conditions) {
 		t.Errorf("conditions %+v: an evicted launcher finished the job", st.Conditions)
 	}
-	if e := f.events(); len(e) != 1 || e[0] != "Warning "+reasonEvicted+" "+want {
+	if e := f.events(); len(e) != 1 || e[0] != "Warning "+reconcile.ReasonEvicted+" "+want {
 		t.Errorf("events %q", e)
 	}
 
@@ -499,7 +499,7 @@ func TestEvictedLauncherCountsAgainstBackoffLimit(t *testing.T) {
 	l.Status.Phase, l.Status.Reason = corev1.PodFailed, "Evicted"
 	f.sync(job)
 	st := f.writtenStatus()
-	if c := findCondition(&st, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
+	if c := conditions.Find(st.Conditions, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
 		t.Errorf("Failed condition %+v, want BackoffLimitExceeded", c)
 	}
 }
@@ -543,7 +543,7 @@ func (f *fixture) syncRecordingEnd(job *kubeflow.MPIJob) (common.JobStatus, []st
 	f.sync(job)
 	f.expectKubeWrites()
 	st, events := f.writtenStatus(), f.events()
-	if !isFinished(&st) {
+	if !conditions.Finished(st.Conditions) {
 		f.t.Fatalf("the first sync did not record the end: %+v", st.Conditions)
 	}
 	job.Status = st
@@ -574,7 +574,7 @@ func TestExitCodeBackoffLimitExceeded(t *testing.T) {
 	st, _ := f.syncRecordingEnd(job)
 	// The job is stopped: its running worker goes whatever cleanPodPolicy says.
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"))
-	if c := findCondition(&st, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
+	if c := conditions.Find(st.Conditions, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
 		t.Errorf("Failed condition %+v, want BackoffLimitExceeded", c)
 	}
 }
@@ -586,7 +586,7 @@ func TestExitCodePermanentErrorFails(t *testing.T) {
 	failedLauncher(f, 3)
 	f.sync(job)
 	st := f.writtenStatus()
-	if c := findCondition(&st, common.JobFailed); c == nil || c.Reason != reasonFailed {
+	if c := conditions.Find(st.Conditions, common.JobFailed); c == nil || c.Reason != reconcile.ReasonFailed {
 		t.Errorf("Failed condition %+v, want MPIJobFailed", c)
 	}
 }
@@ -601,7 +601,7 @@ func TestOnFailureBackoffLimitStopsLauncher(t *testing.T) {
 	st, _ := f.syncRecordingEnd(job)
 	// Backoff failures stop every active pod, whatever cleanPodPolicy says.
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"), del("pods", "pi-launcher"))
-	if c := findCondition(&st, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
+	if c := conditions.Find(st.Conditions, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
 		t.Errorf("Failed condition %+v", c)
 	}
 }
@@ -613,8 +613,8 @@ func TestEvictedWorkerFailsFixedJob(t *testing.T) {
 	f.pods[1].Status.Reason = "Evicted"
 	f.sync(job)
 	st := f.writtenStatus()
-	c := findCondition(&st, common.JobFailed)
-	if c == nil || c.Reason != reasonEvicted || c.Message != "1/2 workers are evicted" {
+	c := conditions.Find(st.Conditions, common.JobFailed)
+	if c == nil || c.Reason != reconcile.ReasonEvicted || c.Message != "1/2 workers are evicted" {
 		t.Errorf("Failed condition %+v", c)
 	}
 }
@@ -625,7 +625,7 @@ func TestActiveDeadline(t *testing.T) {
 	job.Spec.RunPolicy = &common.RunPolicy{ActiveDeadlineSeconds: ptr[int64](3600)}
 	st, _ := f.syncRecordingEnd(job)
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"), del("pods", "pi-launcher"))
-	c := findCondition(&st, common.JobFailed)
+	c := conditions.Find(st.Conditions, common.JobFailed)
 	if c == nil || c.Reason != reasonDeadlineExceeded {
 		t.Fatalf("Failed condition %+v, want DeadlineExceeded", c)
 	}
@@ -651,7 +651,7 @@ func finishedJob(f *fixture, ttl *int32, completed time.Time) *kubeflow.MPIJob {
 	f.pods[1].Status.Phase = corev1.PodSucceeded
 	f.cms[0].Data[discoverHostsKey] = "#!/bin/sh\n"
 	done := metav1.NewTime(completed)
-	setCondition(&job.Status, common.JobSucceeded, reasonSucceeded, "MPIJob ns/pi successfully completed.", done)
+	setCondition(&job.Status, common.JobSucceeded, reconcile.ReasonSucceeded, "MPIJob ns/pi successfully completed.", done)
 	job.Status.CompletionTime = &done
 	job.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher] = &common.ReplicaStatus{Succeeded: 1}
 	return job
@@ -793,7 +793,7 @@ func TestInvalidJobFailsWithoutChildren(t *testing.T) {
 	}
 	f.expectKubeWrites()
 	st := f.writtenStatus()
-	c := findCondition(&st, common.JobFailed)
+	c := conditions.Find(st.Conditions, common.JobFailed)
 	if c == nil || c.Reason != reasonInvalidSpec || !strings.Contains(c.Message, "spec.mpiReplicaSpecs[Launcher]") {
 		t.Fatalf("Failed condition %+v, want one naming spec.mpiReplicaSpecs[Launcher]", c)
 	}
@@ -850,7 +850,7 @@ func TestFailedStatusWriteAnnouncesNothing(t *testing.T) {
 		t.Fatalf("sync error %v, want the conflict", err)
 	}
 	for _, e := range f.events() {
-		if strings.Contains(e, reasonSucceeded) {
+		if strings.Contains(e, reconcile.ReasonSucceeded) {
 			t.Errorf("event %q before the status holding it was written", e)
 		}
 	}

@@ -4,17 +4,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
 // Condition reasons. The MPIJob* ones are the upstream operator's: Kueue,
 // Kubeflow Pipelines and the SDKs read them.
 const (
-	reasonCreated   = "MPIJobCreated"
-	reasonRunning   = "MPIJobRunning"
-	reasonSucceeded = "MPIJobSucceeded"
-	reasonFailed    = "MPIJobFailed"
-	reasonEvicted   = "MPIJobEvicted"
 	reasonSuspended = "MPIJobSuspended"
 	reasonResumed   = "MPIJobResumed"
 )
@@ -30,7 +26,7 @@ const (
 //
 // It reports whether anything changed.
 func setCondition(status *v2beta1.JobStatus, t v2beta1.JobConditionType, s corev1.ConditionStatus, reason, message string, now metav1.Time) bool {
-	if cur := findCondition(status, t); cur != nil && cur.Status == s {
+	if cur := conditions.Find(status.Conditions, t); cur != nil && cur.Status == s {
 		if cur.Reason == reason && cur.Message == message {
 			return false
 		}
@@ -65,22 +61,9 @@ func excludes(t, o v2beta1.JobConditionType) bool {
 		t == v2beta1.JobRestarting && o == v2beta1.JobRunning
 }
 
-func findCondition(status *v2beta1.JobStatus, t v2beta1.JobConditionType) *v2beta1.JobCondition {
-	for i := range status.Conditions {
-		if status.Conditions[i].Type == t {
-			return &status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// hasCondition tells whether the job holds a True condition of type t.
-func hasCondition(status *v2beta1.JobStatus, t v2beta1.JobConditionType) bool {
-	c := findCondition(status, t)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-// isFinished tells whether the job has Succeeded or Failed.
-func isFinished(status *v2beta1.JobStatus) bool {
-	return hasCondition(status, v2beta1.JobSucceeded) || hasCondition(status, v2beta1.JobFailed)
+// conditions are the v2beta1 API's job conditions.
+var conditions = reconcile.Conditions[v2beta1.JobCondition, v2beta1.JobConditionType]{
+	Type:      func(c *v2beta1.JobCondition) v2beta1.JobConditionType { return c.Type },
+	Status:    func(c *v2beta1.JobCondition) corev1.ConditionStatus { return c.Status },
+	Succeeded: v2beta1.JobSucceeded, Failed: v2beta1.JobFailed,
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
@@ -33,46 +34,46 @@ func TestSetCondition(t *testing.T) {
 	}{
 		{
 			name: "first condition",
-			t:    v2beta1.JobCreated, s: yes, reason: reasonCreated,
-			after:   []v2beta1.JobCondition{cond(v2beta1.JobCreated, yes, reasonCreated, t1, t1)},
+			t:    v2beta1.JobCreated, s: yes, reason: reconcile.ReasonCreated,
+			after:   []v2beta1.JobCondition{cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t1, t1)},
 			changed: true,
 		},
 		{
 			name:   "same condition again changes nothing",
-			before: []v2beta1.JobCondition{cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0)},
-			t:      v2beta1.JobCreated, s: yes, reason: reasonCreated,
-			after: []v2beta1.JobCondition{cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0)},
+			before: []v2beta1.JobCondition{cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0)},
+			t:      v2beta1.JobCreated, s: yes, reason: reconcile.ReasonCreated,
+			after: []v2beta1.JobCondition{cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0)},
 		},
 		{
 			name: "a new reason keeps the transition time and the place",
 			before: []v2beta1.JobCondition{
-				cond(v2beta1.JobFailed, yes, reasonEvicted, t0, t0),
-				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
+				cond(v2beta1.JobFailed, yes, reconcile.ReasonEvicted, t0, t0),
+				cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0),
 			},
-			t: v2beta1.JobFailed, s: yes, reason: reasonFailed,
+			t: v2beta1.JobFailed, s: yes, reason: reconcile.ReasonFailed,
 			after: []v2beta1.JobCondition{
-				cond(v2beta1.JobFailed, yes, reasonFailed, t1, t0),
-				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
+				cond(v2beta1.JobFailed, yes, reconcile.ReasonFailed, t1, t0),
+				cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0),
 			},
 			changed: true,
 		},
 		{
 			name: "running drops restarting",
 			before: []v2beta1.JobCondition{
-				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
+				cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0),
 				cond(v2beta1.JobRestarting, yes, "MPIJobRestarting", t0, t0),
 			},
-			t: v2beta1.JobRunning, s: yes, reason: reasonRunning,
+			t: v2beta1.JobRunning, s: yes, reason: reconcile.ReasonRunning,
 			after: []v2beta1.JobCondition{
-				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
-				cond(v2beta1.JobRunning, yes, reasonRunning, t1, t1),
+				cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0),
+				cond(v2beta1.JobRunning, yes, reconcile.ReasonRunning, t1, t1),
 			},
 			changed: true,
 		},
 		{
 			name: "restarting drops running",
 			before: []v2beta1.JobCondition{
-				cond(v2beta1.JobRunning, yes, reasonRunning, t0, t0),
+				cond(v2beta1.JobRunning, yes, reconcile.ReasonRunning, t0, t0),
 			},
 			t: v2beta1.JobRestarting, s: yes, reason: "MPIJobRestarting",
 			after: []v2beta1.JobCondition{
@@ -95,14 +96,14 @@ func TestSetCondition(t *testing.T) {
 		{
 			name: "success turns running False",
 			before: []v2beta1.JobCondition{
-				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
-				cond(v2beta1.JobRunning, yes, reasonRunning, t0, t0),
+				cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0),
+				cond(v2beta1.JobRunning, yes, reconcile.ReasonRunning, t0, t0),
 			},
-			t: v2beta1.JobSucceeded, s: yes, reason: reasonSucceeded,
+			t: v2beta1.JobSucceeded, s: yes, reason: reconcile.ReasonSucceeded,
 			after: []v2beta1.JobCondition{
-				cond(v2beta1.JobCreated, yes, reasonCreated, t0, t0),
-				{Type: v2beta1.JobRunning, Status: no, Reason: reasonRunning, Message: reasonRunning + " message", LastUpdateTime: t1, LastTransitionTime: t1},
-				cond(v2beta1.JobSucceeded, yes, reasonSucceeded, t1, t1),
+				cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0),
+				{Type: v2beta1.JobRunning, Status: no, Reason: reconcile.ReasonRunning, Message: reconcile.ReasonRunning + " message", LastUpdateTime: t1, LastTransitionTime: t1},
+				cond(v2beta1.JobSucceeded, yes, reconcile.ReasonSucceeded, t1, t1),
 			},
 			changed: true,
 		},
@@ -143,8 +144,8 @@ func TestIsFinished(t *testing.T) {
 		{[]v2beta1.JobCondition{{Type: v2beta1.JobFailed, Status: corev1.ConditionTrue}}, true},
 		{[]v2beta1.JobCondition{{Type: v2beta1.JobFailed, Status: corev1.ConditionFalse}}, false},
 	} {
-		if got := isFinished(&v2beta1.JobStatus{Conditions: tc.conds}); got != tc.want {
-			t.Errorf("isFinished(%v) = %v, want %v", tc.conds, got, tc.want)
+		if got := conditions.Finished(tc.conds); got != tc.want {
+			t.Errorf("Finished(%v) = %v, want %v", tc.conds, got, tc.want)
 		}
 	}
 }

@@ -44,7 +44,7 @@ func TestRunReconcilesThroughTheInformers(t *testing.T) {
 	}
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		j, err := mpi.KubeflowV2beta1().MPIJobs("ns").Get(ctx, "job", metav1.GetOptions{})
-		if err != nil || !hasCondition(&j.Status, v2beta1.JobCreated) {
+		if err != nil || !conditions.Has(j.Status.Conditions, v2beta1.JobCreated) {
 			return false, nil
 		}
 		pods, err := kube.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})

@@ -374,7 +374,7 @@ func (f *fixture) status() v2beta1.JobStatus {
 // else "<status> <reason>".
 func (f *fixture) condition(t v2beta1.JobConditionType) string {
 	st := f.status()
-	if c := findCondition(&st, t); c != nil {
+	if c := conditions.Find(st.Conditions, t); c != nil {
 		return string(c.Status) + " " + c.Reason
 	}
 	return ""

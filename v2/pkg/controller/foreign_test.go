@@ -28,7 +28,7 @@ func TestForeignServiceBlocks(t *testing.T) {
 	}
 	f.expectWrites(create("services", "job"), create("secrets", "job-ssh"), statusUpdate())
 	st := f.status()
-	c := findCondition(&st, conditionBlocked)
+	c := conditions.Find(st.Conditions, conditionBlocked)
 	if c == nil || c.Reason != "ErrResourceExists" || c.Message != `Service "job" already exists and is not managed by MPIJob job` {
 		t.Errorf("Blocked = %+v", c)
 	}

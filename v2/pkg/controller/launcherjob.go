@@ -114,10 +114,10 @@ func (c *MPIJobController) refreshLauncherPods(ctx context.Context, job *v2beta1
 func (c *MPIJobController) updateProgress(job *v2beta1.MPIJob, launcher *batchv1.Job, out workerOutcome, now metav1.Time) {
 	if launcher != nil && !isSuspended(launcher) && c.launcherRunning(job, launcher) &&
 		elastic.CountRunning(out.workers) >= neededWorkers(job) {
-		setCondition(&job.Status, v2beta1.JobRunning, corev1.ConditionTrue, reasonRunning,
+		setCondition(&job.Status, v2beta1.JobRunning, corev1.ConditionTrue, reconcile.ReasonRunning,
 			fmt.Sprintf("MPIJob %s/%s is running.", job.Namespace, job.Name), now)
 	}
-	if job.Spec.ElasticPolicy == nil || !hasCondition(&job.Status, v2beta1.JobRunning) || elastic.Settled(out.spec, out.workers, out.plan) {
+	if job.Spec.ElasticPolicy == nil || !conditions.Has(job.Status.Conditions, v2beta1.JobRunning) || elastic.Settled(out.spec, out.workers, out.plan) {
 		removeCondition(&job.Status, conditionResizing)
 		return
 	}

@@ -57,12 +57,12 @@ func TestWaitForWorkersReadyElastic(t *testing.T) {
 func TestLauncherRetryKeepsRunning(t *testing.T) {
 	f := newFixture(t).start(storedJob(1))
 	runningJob(t, f, "job-worker-0")
-	running := *findCondition(ptr(f.status()), v2beta1.JobRunning)
+	running := *conditions.Find(f.status().Conditions, v2beta1.JobRunning)
 	must(t, f.kube.CoreV1().Pods("ns").Delete(f.ctx, "job-launcher-abcde", metaDelete))
 	f.setLauncherStatus(batchv1.JobStatus{Failed: 1})
 	f.step()
 	st := f.status()
-	if got := findCondition(&st, v2beta1.JobRunning); got == nil || *got != running {
+	if got := conditions.Find(st.Conditions, v2beta1.JobRunning); got == nil || *got != running {
 		t.Errorf("Running = %+v while the launcher retries, want %+v", got, running)
 	}
 	if got := f.condition(v2beta1.JobRestarting); got != "" {
@@ -78,7 +78,7 @@ func TestLauncherRetryKeepsRunning(t *testing.T) {
 	f.runLauncherPod()
 	f.step()
 	st = f.status()
-	if got := findCondition(&st, v2beta1.JobRunning); got == nil || *got != running {
+	if got := conditions.Find(st.Conditions, v2beta1.JobRunning); got == nil || *got != running {
 		t.Errorf("Running = %+v once the launcher runs again, want %+v", got, running)
 	}
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -92,7 +91,7 @@ func failJob(job *v2beta1.MPIJob, reason, msg string, now metav1.Time) {
 
 // removeCondition drops every condition of type t.
 func removeCondition(status *v2beta1.JobStatus, t v2beta1.JobConditionType) {
-	status.Conditions = slices.DeleteFunc(status.Conditions, func(c v2beta1.JobCondition) bool { return c.Type == t })
+	status.Conditions = conditions.Remove(status.Conditions, t)
 }
 
 // updateBlocked sets or clears the Blocked condition from the outcome of a
@@ -144,7 +143,7 @@ func statusChanged(old, cur *v2beta1.JobStatus) bool {
 // sync whose write failed, and is retried, announces nothing twice.
 func (c *MPIJobController) announce(job *v2beta1.MPIJob, old *v2beta1.JobStatus) {
 	for _, cond := range job.Status.Conditions {
-		if prev := findCondition(old, cond.Type); prev != nil && prev.Status == cond.Status &&
+		if prev := conditions.Find(old.Conditions, cond.Type); prev != nil && prev.Status == cond.Status &&
 			prev.Reason == cond.Reason && prev.Message == cond.Message {
 			continue
 		}

@@ -54,7 +54,7 @@ func (c *MPIJobController) reconcileSuspended(ctx context.Context, job *v2beta1.
 // markResumed records that a job no longer suspended runs again: it starts
 // anew, so its start time is now.
 func markResumed(job *v2beta1.MPIJob, now metav1.Time) {
-	if hasCondition(&job.Status, v2beta1.JobSuspended) {
+	if conditions.Has(job.Status.Conditions, v2beta1.JobSuspended) {
 		setCondition(&job.Status, v2beta1.JobSuspended, corev1.ConditionFalse, reasonResumed,
 			fmt.Sprintf("MPIJob %s/%s is resumed.", job.Namespace, job.Name), now)
 		job.Status.StartTime = &now

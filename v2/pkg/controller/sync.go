@@ -80,7 +80,7 @@ func (c *MPIJobController) reconcile(ctx context.Context, job *v2beta1.MPIJob, n
 	// Whether the job's end is recorded already: the pods of a finished job
 	// are wound down only once it is, so that a lost status write cannot
 	// leave a job whose pods are gone and that starts them again.
-	recorded := isFinished(&job.Status)
+	recorded := conditions.Finished(job.Status.Conditions)
 	if !recorded {
 		if err := c.checkSpec(job, now); err != nil {
 			return 0, err
@@ -91,7 +91,7 @@ func (c *MPIJobController) reconcile(ctx context.Context, job *v2beta1.MPIJob, n
 		return 0, err
 	}
 	switch {
-	case isFinished(&job.Status):
+	case conditions.Finished(job.Status.Conditions):
 		return c.reconcileFinished(ctx, job, launcher, pods, recorded)
 	case *job.Spec.RunPolicy.Suspend:
 		return c.reconcileSuspended(ctx, job, launcher, pods, now)
@@ -107,14 +107,14 @@ func (c *MPIJobController) reconcile(ctx context.Context, job *v2beta1.MPIJob, n
 // would end a training run over an edit.
 func (c *MPIJobController) checkSpec(job *v2beta1.MPIJob, now metav1.Time) error {
 	errs := validateJob(job)
-	started := findCondition(&job.Status, v2beta1.JobCreated) != nil
+	started := conditions.Find(job.Status.Conditions, v2beta1.JobCreated) != nil
 	switch {
 	case len(errs) > 0 && started:
 		return &reconcile.SpecError{Reason: reasonInvalidSpec, Job: jobKey(job), Errs: errs}
 	case len(errs) > 0:
 		failJob(job, reasonInvalidSpec, fmt.Sprintf("MPIJob %s/%s is invalid: %v", job.Namespace, job.Name, errs.ToAggregate()), now)
 	case !started:
-		setCondition(&job.Status, v2beta1.JobCreated, corev1.ConditionTrue, reasonCreated,
+		setCondition(&job.Status, v2beta1.JobCreated, corev1.ConditionTrue, reconcile.ReasonCreated,
 			fmt.Sprintf("MPIJob %s/%s is created.", job.Namespace, job.Name), now)
 	}
 	return nil
@@ -139,7 +139,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *v2beta1.MPI
 		return 0, err
 	}
 	out, err := c.syncWorkers(ctx, job, pods, now)
-	if err != nil || isFinished(&job.Status) {
+	if err != nil || conditions.Finished(job.Status.Conditions) {
 		return 0, err
 	}
 	launcher, err = c.syncLauncher(ctx, job, launcher, out)
@@ -214,12 +214,12 @@ func launcherOutcome(job *v2beta1.MPIJob, launcher *batchv1.Job, now metav1.Time
 	case cond == nil:
 		return false
 	case succeeded:
-		finish(job, v2beta1.JobSucceeded, reasonSucceeded,
+		finish(job, v2beta1.JobSucceeded, reconcile.ReasonSucceeded,
 			fmt.Sprintf("MPIJob %s/%s successfully completed.", job.Namespace, job.Name), now)
 	default:
 		reason := cond.Reason
 		if reason == "" {
-			reason = reasonFailed
+			reason = reconcile.ReasonFailed
 		}
 		msg := fmt.Sprintf("MPIJob %s/%s has failed: its launcher Job %s failed (%s)", job.Namespace, job.Name, launcher.Name, reason)
 		if cond.Message != "" {
@@ -264,7 +264,7 @@ func failEvicted(job *v2beta1.MPIJob, pods []*corev1.Pod, now metav1.Time) bool 
 	if evicted == 0 {
 		return false
 	}
-	failJob(job, reasonEvicted, fmt.Sprintf("%d/%d workers are evicted", evicted, len(pods)), now)
+	failJob(job, reconcile.ReasonEvicted, fmt.Sprintf("%d/%d workers are evicted", evicted, len(pods)), now)
 	return true
 }
 

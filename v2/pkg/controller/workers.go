@@ -134,7 +134,7 @@ func drainPeriod(job *v2beta1.MPIJob) time.Duration {
 func minReplicasClock(job *v2beta1.MPIJob, ws []elastic.Worker, recorded elastic.State, now time.Time) elastic.MinReplicasClock {
 	if ep := job.Spec.ElasticPolicy; ep != nil {
 		return elastic.TrackMinReplicas(int(*ep.MinReplicas), time.Duration(*ep.MinReplicasTimeoutSeconds)*time.Second,
-			hasCondition(&job.Status, v2beta1.JobRunning), ws, recorded.BelowMinSince, now)
+			conditions.Has(job.Status.Conditions, v2beta1.JobRunning), ws, recorded.BelowMinSince, now)
 	}
 	return elastic.MinReplicasClock{}
 }

@@ -142,7 +142,7 @@ func TestFixedJobEvictedWorkerFails(t *testing.T) {
 	f.step()
 	f.expectWrites(statusUpdate())
 	st := f.status()
-	if c := findCondition(&st, v2beta1.JobFailed); c == nil || c.Reason != "MPIJobEvicted" || c.Message != "1/2 workers are evicted" {
+	if c := conditions.Find(st.Conditions, v2beta1.JobFailed); c == nil || c.Reason != "MPIJobEvicted" || c.Message != "1/2 workers are evicted" {
 		t.Errorf("Failed = %+v", c)
 	}
 	f.step()
