@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // servedWorker returns worker index of job as a watch delivers it once the
@@ -113,8 +115,8 @@ func BenchmarkCachedPod(b *testing.B) {
 				runtime.GC()
 				runtime.ReadMemStats(&before)
 				store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
-					cache.NamespaceIndex:  cache.MetaNamespaceIndexFunc,
-					podsByControllerIndex: podControllerUID,
+					cache.NamespaceIndex:      cache.MetaNamespaceIndexFunc,
+					reconcile.ByControllerUID: reconcile.ControllerUID,
 				})
 				transform := tc.transform(store)
 				for _, raw := range wire {
@@ -154,8 +156,8 @@ func BenchmarkGetWorkers(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			job := defaulted(newTestJob("train-00", 100))
 			store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
-				cache.NamespaceIndex:  cache.MetaNamespaceIndexFunc,
-				podsByControllerIndex: podControllerUID,
+				cache.NamespaceIndex:      cache.MetaNamespaceIndexFunc,
+				reconcile.ByControllerUID: reconcile.ControllerUID,
 			})
 			transform := tc.transform(store)
 			for i := range 100 {

@@ -50,13 +50,15 @@ type MPIJobController struct {
 
 	jobLister  listers.MPIJobLister
 	podLister  corelisters.PodLister
-	podIndexer cache.Indexer // pods by podsByControllerIndex, besides the lister's
+	podIndexer cache.Indexer // pods by reconcile.ByControllerUID, besides the lister's
 	cmLister   corelisters.ConfigMapLister
 	saLister   corelisters.ServiceAccountLister
 	roleLister rbaclisters.RoleLister
 	rbLister   rbaclisters.RoleBindingLister
-	// otherPods are the pods that no MPIJob labels, metadata only.
+	// otherPods are the pods that no MPIJob labels, metadata only, and
+	// strays indexes them by reconcile.ByControllerUID.
 	otherPods cache.GenericLister
+	strays    cache.Indexer
 	pgLister  volcanolisters.PodGroupLister // nil without gang scheduling
 	// podGroups writes PodGroups; a field so that tests can stand in for
 	// volcano's client.
@@ -134,9 +136,11 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 	others := inf.otherPodsInformer()
 
 	inf.skippedJobs.SetReporter(tolerant.EventReporter(recorder, "mpijobs"))
-	if err := pods.Informer().AddIndexers(cache.Indexers{podsByControllerIndex: podControllerUID}); err != nil {
-		// Only a started informer refuses an indexer; it cannot be yet.
-		logger.Error(err, "Adding the pod index")
+	for _, inf := range []cache.SharedIndexInformer{pods.Informer(), others.Informer()} {
+		if err := inf.AddIndexers(cache.Indexers{reconcile.ByControllerUID: reconcile.ControllerUID}); err != nil {
+			// Only a started informer refuses an indexer; it cannot be yet.
+			logger.Error(err, "Adding the pod index")
+		}
 	}
 	c := &MPIJobController{
 		kubeClient: kubeClient,
@@ -150,6 +154,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		roleLister: roles.Lister(),
 		rbLister:   rbs.Lister(),
 		otherPods:  others.Lister(),
+		strays:     others.Informer().GetIndexer(),
 		queue:      reconcile.NewQueue(),
 		discoveryQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second),
@@ -310,6 +315,7 @@ func ownerKey(obj any) (string, bool) {
 func (c *MPIJobController) handlePodAdd(obj any) {
 	if key, ok := ownerKey(obj); ok {
 		c.expectations.ObserveCreate(key, obj.(*corev1.Pod).Name)
+		c.expectations.Observe(key, obj.(*corev1.Pod))
 		c.queue.Add(key)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -49,6 +50,35 @@ func (c *MPIJobController) nameHolder(job *kubeflow.MPIJob, name string) elastic
 // planner takes.
 func (c *MPIJobController) workerNameHolder(job *kubeflow.MPIJob) func(int) elastic.Holder {
 	return func(i int) elastic.Holder { return c.nameHolder(job, workerName(job, i)) }
+}
+
+// jobPodLabels gives the labels by which the informers and selectors know
+// a pod of job's of the name given, for its launcher and its workers; nil
+// for any other name.
+func jobPodLabels(job *kubeflow.MPIJob) func(name string) map[string]string {
+	launcher, workers := podLabels(job, roleLauncher), podLabels(job, roleWorker)
+	return func(name string) map[string]string {
+		if name == launcherName(job) {
+			return launcher
+		}
+		if _, ok := workerIndexOf(job.Name, name, nil); ok {
+			return workers
+		}
+		return nil
+	}
+}
+
+// jobPods are the job's pods: those its pod cache shows, and those of the
+// other pods' cache it controls (reconcile.Strays).
+func (c *MPIJobController) jobPods(job *kubeflow.MPIJob, launcher *corev1.Pod, ws []elastic.Worker) []metav1.Object {
+	pods := reconcile.Strays(c.strays, job.UID)
+	if launcher != nil {
+		pods = append(pods, launcher)
+	}
+	for _, w := range ws {
+		pods = append(pods, w.Pod)
+	}
+	return pods
 }
 
 // handleOtherPod enqueues the job whose worker or launcher name a pod

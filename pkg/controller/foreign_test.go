@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -199,5 +201,33 @@ func TestOtherPodEventsEnqueueTheJob(t *testing.T) {
 	}
 	if key, _ := c.queue.Get(); key != "ns/pi" {
 		t.Errorf("queued %q", key)
+	}
+}
+
+// TestStrayWorkerIsAdopted: a worker of the job's whose labels were taken
+// away is out of the pod cache: its job's sync gives it back the labels by
+// which the job's caches and selectors know it, and, while the cache does
+// not show it again, creates no worker in its place.
+func TestStrayWorkerIsAdopted(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	job.Spec.ElasticPolicy = &kubeflow.ElasticPolicy{}
+	stray := f.pods[1]
+	stray.Labels = map[string]string{"kept": "yes"}
+	wantLabels := podLabels(job, roleWorker)
+	wantLabels["kept"] = "yes"
+
+	f.sync(job)
+	got, err := f.kubeClient.CoreV1().Pods(job.Namespace).Get(context.Background(), stray.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got.Labels, wantLabels) {
+		t.Errorf("labels of the stray %v, want %v", got.Labels, wantLabels)
+	}
+	for _, a := range f.kubeClient.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "pods" {
+			t.Errorf("a pod was created while the stray was being adopted: %v", a)
+		}
 	}
 }

@@ -305,22 +305,5 @@ func trimConfigMap(obj any) (any, error) {
 	return cm, nil
 }
 
-// podsByControllerIndex indexes pods by the UID of their controlling
-// MPIJob.
-const podsByControllerIndex = "mpijob-uid"
-
-// podControllerUID is the index function of podsByControllerIndex.
-func podControllerUID(obj any) ([]string, error) {
-	pod, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, nil
-	}
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != kubeflow.Kind {
-		return nil, nil
-	}
-	return []string{string(ref.UID)}, nil
-}
-
 // resyncNever documents that the informers have no periodic resync.
 const resyncNever time.Duration = 0

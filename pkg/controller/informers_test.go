@@ -119,35 +119,6 @@ func TestTrimConfigMap(t *testing.T) {
 		t.Errorf("a ConfigMap of no MPIJob keeps its data or annotations: %+v", cm)
 	}
 }
-
-func TestPodControllerUIDIndex(t *testing.T) {
-	job := defaulted(newTestJob("pi", 1))
-	worker := existingWorkers(job, corev1.PodRunning, 0)[0]
-	notControlling := worker.DeepCopy()
-	notControlling.OwnerReferences[0].Controller = nil
-	otherKind := worker.DeepCopy()
-	otherKind.OwnerReferences[0].Kind = "Job"
-	cases := []struct {
-		name string
-		obj  any
-		want []string
-	}{
-		{"controlled by an MPIJob", worker, []string{"pi-uid"}},
-		{"owned, not controlled", notControlling, nil},
-		{"controlled by another kind", otherKind, nil},
-		{"not a pod", &corev1.ConfigMap{}, nil},
-	}
-	for _, tc := range cases {
-		got, err := podControllerUID(tc.obj)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("%s: index values (-want +got):\n%s", tc.name, diff)
-		}
-	}
-}
-
 func TestTrimRBAC(t *testing.T) {
 	job := defaulted(newTestJob("pi", 2))
 	ours := newLauncherRole(job, []string{"pi-worker-0", "pi-worker-1"})

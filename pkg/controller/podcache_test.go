@@ -9,13 +9,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 func TestPodCache(t *testing.T) {
 	job := defaulted(newTestJob("pi", 2))
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
-		cache.NamespaceIndex:  cache.MetaNamespaceIndexFunc,
-		podsByControllerIndex: podControllerUID,
+		cache.NamespaceIndex:      cache.MetaNamespaceIndexFunc,
+		reconcile.ByControllerUID: reconcile.ControllerUID,
 	})
 	var want []*corev1.Pod
 	for _, p := range existingWorkers(job, corev1.PodRunning, 0, 1) {

@@ -130,6 +130,9 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 			return 0, creation{}, err
 		}
 	}
+	if err := c.engine.Adopt(ctx, engineJob(job, now.Time), c.jobPods(job, launcher, ws), jobPodLabels(job)); err != nil {
+		return 0, creation{}, err
+	}
 	plan := elastic.PlanWorkers(c.planSpec(job), ws, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
 	h := c.hooks(c.mainPath(), job, &launcher, obs.belowMin.Since)
 	h.Beside = []func(context.Context, elastic.Plan, bool) error{
@@ -207,7 +210,7 @@ func (c *MPIJobController) getLauncher(job *kubeflow.MPIJob) (*corev1.Pod, error
 // the job controls from an index by the job's UID, not the whole namespace:
 // a sync costs the same whatever else runs there.
 func (c *MPIJobController) getWorkers(job *kubeflow.MPIJob) ([]*corev1.Pod, error) {
-	objs, err := c.podIndexer.ByIndex(podsByControllerIndex, string(job.UID))
+	objs, err := c.podIndexer.ByIndex(reconcile.ByControllerUID, string(job.UID))
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -357,4 +358,24 @@ func workerNames(job Job, indices []int) []string {
 		out[i] = job.WorkerName(idx)
 	}
 	return out
+}
+
+// Adopt gives each of pods, pods of job's, the labels labelsOf gives for
+// its name where it lacks any of them: a pod that lost them to a user or a
+// mutating policy drops out of the pod informer (reconcile.Strays finds it
+// by ownership) or out of the selectors that publish and list it. A stray
+// worker then counts like any other, and one too many drains like any
+// other surplus worker. A pod whose name labelsOf gives nothing for is left
+// as it is. The job's pod writes wait for the cache to show the labels.
+func (e *Engine) Adopt(ctx context.Context, job Job, pods []metav1.Object, labelsOf func(name string) map[string]string) error {
+	for _, p := range pods {
+		labels := labelsOf(p.GetName())
+		if labels == nil || reconcile.HasLabels(p, labels) {
+			continue
+		}
+		if err := e.Pods.Adopt(ctx, job.Owner, p, labels); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -60,22 +60,31 @@ func (w *PodWrites) Create(ctx context.Context, owner Owner, pod *corev1.Pod) (*
 	return nil, fmt.Errorf("creating pod %s: %w", pod.Name, err)
 }
 
-// adopt gives back to pod, one of the owner's that lost its labels, the
-// labels it was created with (Relabel set them), so that the pod informer
-// shows it again; the sync waits for that as for a creation.
+// adopt gives back to pod, one of the owner's (key) that lost its labels,
+// the labels it was created with (Relabel set them), so that the pod
+// informer shows it again; the sync waits for that as for a creation.
 func (w *PodWrites) adopt(ctx context.Context, key string, pod *corev1.Pod) (*corev1.Pod, error) {
+	w.Expectations.ExpectCreate(key, pod.Name)
+	patched, err := w.relabel(ctx, pod.Namespace, pod.Name, pod.ResourceVersion, pod.Labels)
+	if err != nil {
+		w.Expectations.ObserveCreate(key, pod.Name)
+	}
+	return patched, err
+}
+
+// relabel sets labels on the pod ns/name, unless it changed since
+// resourceVersion.
+func (w *PodWrites) relabel(ctx context.Context, ns, name, resourceVersion string, labels map[string]string) (*corev1.Pod, error) {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"labels": pod.Labels, "resourceVersion": pod.ResourceVersion}})
+		"labels": labels, "resourceVersion": resourceVersion}})
 	if err != nil {
 		return nil, err
 	}
-	w.Expectations.ExpectCreate(key, pod.Name)
-	patched, err := w.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	patched, err := w.Client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		w.Expectations.ObserveCreate(key, pod.Name)
-		return nil, fmt.Errorf("restoring the labels of pod %s: %w", pod.Name, err)
+		return nil, fmt.Errorf("restoring the labels of pod %s: %w", name, err)
 	}
-	klog.FromContext(ctx).Info("Restored the labels of a pod the informer could not see", "pod", klog.KObj(patched))
+	klog.FromContext(ctx).Info("Restored the labels of a pod of the job's", "pod", klog.KObj(patched))
 	return patched, nil
 }
 

@@ -44,14 +44,16 @@ type MPIJobController struct {
 
 	jobLister      listers.MPIJobLister
 	podLister      corelisters.PodLister
-	podIndexer     cache.Indexer // pods by byControllerUID
+	podIndexer     cache.Indexer // pods by reconcile.ByControllerUID
 	serviceLister  corelisters.ServiceLister
 	configMaps     corelisters.ConfigMapLister
 	secretLister   corelisters.SecretLister
 	launcherLister batchlisters.JobLister
 	sliceIndexer   cache.Indexer // EndpointSlices by byServiceName
-	// otherPods are the pods the operator does not label, metadata only.
+	// otherPods are the pods the operator does not label, metadata only,
+	// and strays indexes them by reconcile.ByControllerUID.
 	otherPods         cache.GenericLister
+	strays            cache.Indexer
 	volcanoGroups     volcanolisters.PodGroupLister // nil unless volcano gangs
 	schedPluginGroups schedlisters.PodGroupLister   // nil unless scheduler-plugins gangs
 
@@ -99,7 +101,9 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 	others := inf.otherPodsInformer()
 
 	// Only a started informer refuses an indexer; these are not started.
-	utilruntime.Must(pods.Informer().AddIndexers(cache.Indexers{byControllerUID: controllerUID}))
+	for _, inf := range []cache.SharedIndexInformer{pods.Informer(), others.Informer()} {
+		utilruntime.Must(inf.AddIndexers(cache.Indexers{reconcile.ByControllerUID: reconcile.ControllerUID}))
+	}
 	utilruntime.Must(slices.Informer().AddIndexers(cache.Indexers{byServiceName: sliceServiceName}))
 	c := &MPIJobController{
 		kube:           kube,
@@ -117,6 +121,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		launcherLister: launchers.Lister(),
 		sliceIndexer:   slices.Informer().GetIndexer(),
 		otherPods:      others.Lister(),
+		strays:         others.Informer().GetIndexer(),
 	}
 	c.Base = engine.NewBase(kube, c.podLister, recorder, clk)
 	c.Engine.Pace.BytesPerSecond = cfg.WriteBytesPerSecond

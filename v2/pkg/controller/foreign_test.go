@@ -2,6 +2,9 @@ package controller
 
 import (
 	"errors"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -127,4 +130,29 @@ func TestInvalidSpec(t *testing.T) {
 			t.Errorf("Failed = %q", got)
 		}
 	})
+}
+
+// TestStrayWorkerIsAdopted: a worker of the job's whose labels were taken
+// away is out of the pod cache: the job's sync gives it back the labels by
+// which the job's caches and selectors know it, and, while the cache does
+// not show it again, creates no worker in its place.
+func TestStrayWorkerIsAdopted(t *testing.T) {
+	f := newFixture(t).start(storedJob(2, withElastic(1, 4)))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	stray := f.pod("job-worker-1")
+	stray.Labels = map[string]string{"kept": "yes"}
+	wantLabels := map[string]string{"kept": "yes", labelOperatorName: operatorName, labelJobName: "job", labelJobRole: roleWorker}
+	_, err := f.kube.CoreV1().Pods("ns").Update(f.ctx, stray, metav1.UpdateOptions{})
+	must(t, err)
+	f.refreshPods()
+
+	f.sync()
+	if got := f.pod("job-worker-1").Labels; !maps.Equal(got, wantLabels) {
+		t.Errorf("labels of the stray %v, want %v", got, wantLabels)
+	}
+	if diff := cmp.Diff([]string{"job-worker-0", "job-worker-1"}, slices.DeleteFunc(f.podNames(), func(n string) bool {
+		return !strings.Contains(n, "-worker-")
+	})); diff != "" {
+		t.Errorf("workers (-want +got):\n%s", diff)
+	}
 }

@@ -275,25 +275,8 @@ func trimOtherPod(obj any) (any, error) {
 	return m, nil
 }
 
-// Indexes of the caches.
-const (
-	// byControllerUID indexes pods by the UID of their controller: a job's
-	// workers by the MPIJob's, its launcher pods by the launcher Job's.
-	byControllerUID = "controller-uid"
-	// byServiceName indexes EndpointSlices by "<namespace>/<service>".
-	byServiceName = "service-name"
-)
-
-func controllerUID(obj any) ([]string, error) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, nil
-	}
-	if ref := metav1.GetControllerOf(m); ref != nil {
-		return []string{string(ref.UID)}, nil
-	}
-	return nil, nil
-}
+// byServiceName indexes EndpointSlices by "<namespace>/<service>".
+const byServiceName = "service-name"
 
 func sliceServiceName(obj any) ([]string, error) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)

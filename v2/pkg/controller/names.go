@@ -98,7 +98,12 @@ func launcherSelector(job *v2beta1.MPIJob) labels.Selector {
 // as a worker it is the index plus one (see replicaIndexLabel), and pods
 // that an older operator labelled otherwise keep their names.
 func workerIndex(job *v2beta1.MPIJob, pod *corev1.Pod) (index int, ok bool) {
-	suffix, found := strings.CutPrefix(pod.Name, job.Name+workerInfix)
+	return workerIndexOf(job, pod.Name)
+}
+
+// workerIndexOf is workerIndex for a pod of the name given.
+func workerIndexOf(job *v2beta1.MPIJob, name string) (index int, ok bool) {
+	suffix, found := strings.CutPrefix(name, job.Name+workerInfix)
 	if !found {
 		return 0, false
 	}

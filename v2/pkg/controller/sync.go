@@ -188,7 +188,7 @@ func (c *MPIJobController) getWorkers(job *v2beta1.MPIJob) ([]*corev1.Pod, error
 // podsOf returns the cached pods whose controller has uid and whose labels
 // selector matches.
 func (c *MPIJobController) podsOf(uid types.UID, selector labels.Selector) ([]*corev1.Pod, error) {
-	objs, err := c.podIndexer.ByIndex(byControllerUID, string(uid))
+	objs, err := c.podIndexer.ByIndex(reconcile.ByControllerUID, string(uid))
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
@@ -59,6 +60,13 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 		files:   c.cachedConfigMap(job),
 	}
 	out.spec.MaxPods = c.maxWorkerPods()
+	mine, err := c.jobPods(job)
+	if err == nil {
+		err = c.Engine.Adopt(ctx, c.engineJob(job, now.Time), mine, workerLabels(job))
+	}
+	if err != nil {
+		return out, err
+	}
 	var recorded elastic.State
 	if out.files != nil {
 		recorded = elastic.ParseState(out.files.Annotations)
@@ -89,6 +97,30 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 	out.settled = acted.Settled
 	out.requeue = elastic.Sooner(acted.Requeue, clock.Left)
 	return out, err
+}
+
+// workerLabels gives the labels by which the caches and selectors know a
+// worker of job's of the name given; nil for any other name (the launcher's
+// pods are the launcher Job's).
+func workerLabels(job *v2beta1.MPIJob) func(name string) map[string]string {
+	labels := podLabels(job, roleWorker)
+	return func(name string) map[string]string {
+		if _, ok := workerIndexOf(job, name); ok {
+			return labels
+		}
+		return nil
+	}
+}
+
+// jobPods are the pods the job controls: those of its pod cache, whatever
+// their labels, and those of the other pods' cache (reconcile.Strays).
+func (c *MPIJobController) jobPods(job *v2beta1.MPIJob) ([]metav1.Object, error) {
+	cached, err := c.podsOf(job.UID, labels.Everything())
+	pods := reconcile.Strays(c.strays, job.UID)
+	for _, p := range cached {
+		pods = append(pods, p)
+	}
+	return pods, err
 }
 
 // engineJob is what the engine knows of job.
