@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeflow/mpi-operator/pkg/engine"
+	"github.com/kubeflow/mpi-operator/test/harness"
 	kubeflow "github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 	"github.com/kubeflow/mpi-operator/v2/pkg/controller"
 )
@@ -23,7 +24,7 @@ import (
 func settled(t *testing.T, ns, job string, n int) []corev1.Pod {
 	t.Helper()
 	pods := runningWorkers(t, ns, job, n)
-	eventually(t, fmt.Sprintf("%s to settle at %d workers", job, n), func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("%s to settle at %d workers", job, n), func() (bool, error) {
 		j := getJob(t, ns, job)
 		w := j.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker]
 		return w != nil && w.Active == int32(n) && jobCondition(j, "Resizing") == nil &&
@@ -127,12 +128,12 @@ func TestFailedWorker(t *testing.T) {
 
 		// Indices 0 and 1 were used.
 		replacement := workerNames("replace", 2)[0]
-		eventually(t, "the replacement to run and be listed", func() (bool, error) {
+		harness.Eventually(t, poll, waitTimeout, "the replacement to run and be listed", func() (bool, error) {
 			listed := listedWorkers(t, ns, "replace")
 			return slices.Equal(listed, workerNames("replace", 0, 2)) &&
 				podPhase(t, ns, replacement) == corev1.PodRunning, nil
 		})
-		eventually(t, victim+" to name its replacement", func() (bool, error) {
+		harness.Eventually(t, poll, waitTimeout, victim+" to name its replacement", func() (bool, error) {
 			for _, p := range workerPods(t, ns, "replace", false) {
 				if p.Name == victim {
 					return p.Annotations[annotationReplacedBy] == replacement, nil
@@ -177,7 +178,7 @@ func TestFailedWorker(t *testing.T) {
 // podPhase is a pod's phase; empty when it does not exist.
 func podPhase(t *testing.T, ns, name string) corev1.PodPhase {
 	t.Helper()
-	p, err := suite.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	p, err := suite.Kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		if ignoreNotFound(err) != nil {
 			t.Fatalf("getting pod %s: %v", name, err)
@@ -219,7 +220,7 @@ func TestFlappingJobHeldAtItsBound(t *testing.T) {
 	defer stop()
 
 	scaleJob(t, ns, "flap", 1)
-	eventually(t, "discover_hosts.sh to list one worker and its 3 victims to drain", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "discover_hosts.sh to list one worker and its 3 victims to drain", func() (bool, error) {
 		draining := 0
 		for _, p := range workerPods(t, ns, "flap", true) {
 			if _, ok := p.Annotations[annotationDrainingSince]; ok {
@@ -237,7 +238,7 @@ func TestFlappingJobHeldAtItsBound(t *testing.T) {
 		t.Errorf("the Blocked condition says %q, want it to name the bound of 4 and say that workers wait", msg)
 	}
 	runningWorkers(t, ns, "flap", 4)
-	eventually(t, "the Blocked condition to go", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the Blocked condition to go", func() (bool, error) {
 		return !hasCondition(getJob(t, ns, "flap"), "Blocked", corev1.ConditionTrue, "WorkersAtBound"), nil
 	})
 	stop()

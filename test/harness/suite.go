@@ -1,0 +1,224 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Suite is a test suite's control plane: hack/cluster-up.sh's, in
+// <repository>/_output/<Name>, on ports free when it starts, so that suites
+// (and the same suite in two checkouts) run side by side.
+type Suite struct {
+	Name     string   // the cluster's directory, and what progress lines start with
+	Settings []string // more settings of hack/cluster-up.sh: KWOK_NODES, ...
+	// KwokServer has kwok serve exec and logs of the simulated pods on a
+	// free port (KWOK_SERVER_PORT).
+	KwokServer bool
+	// SetUp runs once the cluster is up, before the tests; what it returns
+	// (when not nil) runs after them, even when SetUp failed.
+	SetUp func(c *Cluster) (tearDown func(), err error)
+}
+
+// Run is a suite's TestMain: it starts the cluster afresh (stopping what
+// an earlier run left in its directory; an empty etcd; a kubectl discovery
+// cache of this run, since an earlier run's names API versions this one
+// may not serve), runs SetUp and the tests, and stops it all, leaving the
+// cluster up when the environment sets KEEP_CLUSTER. It exits the process
+// with the tests' status, or 1 when the set-up failed.
+func (s Suite) Run(m *testing.M) {
+	os.Exit(s.run(m))
+}
+
+func (s Suite) run(m *testing.M) int {
+	logf := NewLogf(s.Name)
+	c, err := s.start(logf)
+	defer c.Stop(os.Getenv("KEEP_CLUSTER") != "")
+	if err == nil && s.SetUp != nil {
+		var tearDown func()
+		tearDown, err = s.SetUp(c)
+		if tearDown != nil {
+			defer tearDown()
+		}
+	}
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func (s Suite) start(logf Logf) (*Cluster, error) {
+	root, err := FindRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(root, "_output", s.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "kubectl-cache")); err != nil {
+		return nil, err
+	}
+	if err := os.Setenv("KUBECACHEDIR", filepath.Join(dir, "kubectl-cache")); err != nil {
+		return nil, err
+	}
+	settings := s.Settings
+	if s.KwokServer {
+		port, err := FreePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		settings = append(settings, fmt.Sprintf("KWOK_SERVER_PORT=%d", port[0]))
+	}
+	return StartCluster(context.Background(), root, dir, s.Name, settings, logf)
+}
+
+// The ports FreePorts hands out: below Linux's ephemeral range
+// (32768-60999), where any outgoing connection could take a port between
+// the check and the bind.
+const (
+	portFirst = 20000
+	portLast  = 32000
+)
+
+var (
+	portsMu  sync.Mutex
+	portLock []*os.File // held until the process exits
+)
+
+// FreePorts returns n ports of 127.0.0.1 that nothing listens on, and that
+// no other process of the harness has taken: each is claimed by a lock
+// file in the machine's temporary directory, held until this process
+// exits, so that suites started at once never pick the same port.
+func FreePorts(n int) ([]int, error) {
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	dir := filepath.Join(os.TempDir(), "mpi-operator-ports")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	_ = os.Chmod(dir, 0o1777) // like /tmp: any user's runs claim ports here
+	var ports []int
+	first := portFirst + rand.IntN(portLast-portFirst)
+	for i := 0; i <= portLast-portFirst && len(ports) < n; i++ {
+		port := portFirst + (first-portFirst+i)%(portLast-portFirst+1)
+		if f := claimPort(dir, port); f != nil {
+			portLock = append(portLock, f)
+			ports = append(ports, port)
+		}
+	}
+	if len(ports) < n {
+		return nil, fmt.Errorf("no %d free ports in %d-%d", n, portFirst, portLast)
+	}
+	return ports, nil
+}
+
+// claimPort locks the port's file and checks that the port binds; it
+// returns the locked file, or nil.
+func claimPort(dir string, port int) *os.File {
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprint(port)), os.O_CREATE|os.O_RDONLY, 0o644)
+	if err != nil {
+		return nil
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		f.Close()
+		return nil
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		f.Close()
+		return nil
+	}
+	ln.Close()
+	return f
+}
+
+// Poller polls a check until it holds.
+type Poller struct {
+	Every time.Duration // 100 ms when 0
+	// Abort, when set, is asked before each check: a reason other than ""
+	// ends the wait at once, since nothing would change any more (the
+	// process that would make the change has exited, say).
+	Abort func() string
+}
+
+// ErrTimeout is what Until returns when the timeout has passed.
+var ErrTimeout = errors.New("timed out")
+
+// Until calls done until it reports true or an error, ctx ends, Abort
+// gives a reason, or timeout passes (ErrTimeout).
+func (p Poller) Until(ctx context.Context, timeout time.Duration, done func() (bool, error)) error {
+	every := p.Every
+	if every == 0 {
+		every = 100 * time.Millisecond
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if p.Abort != nil {
+			if why := p.Abort(); why != "" {
+				return errors.New(why)
+			}
+		}
+		if ok, err := done(); ok || err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return ErrTimeout
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
+// Retry calls f until it returns nil, for at most timeout; the error then
+// is f's last.
+func (p Poller) Retry(ctx context.Context, timeout time.Duration, f func() error) error {
+	var last error
+	err := p.Until(ctx, timeout, func() (bool, error) {
+		last = f()
+		return last == nil, nil
+	})
+	if errors.Is(err, ErrTimeout) && last != nil {
+		return fmt.Errorf("after %s: %w", timeout, last)
+	}
+	return err
+}
+
+// Eventually waits, at most timeout, until check reports done, and fails t
+// otherwise, with what check last saw: a string, or an error, which also
+// ends the wait at once. It logs how long the wait took, and every 15 s of
+// a long wait what check sees.
+func Eventually[S any](t testing.TB, p Poller, timeout time.Duration, what string, check func() (bool, S)) {
+	t.Helper()
+	var seen S
+	start := time.Now()
+	report := start.Add(15 * time.Second)
+	err := p.Until(context.Background(), timeout, func() (bool, error) {
+		var ok bool
+		ok, seen = check()
+		if err, isErr := any(seen).(error); isErr && err != nil {
+			return false, err
+		}
+		if !ok && time.Now().After(report) {
+			t.Logf("still waiting for %s (%s); seen: %v", what, time.Since(start).Round(time.Second), seen)
+			report = report.Add(15 * time.Second)
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting %s for %s: %v; last seen:\n%v", time.Since(start).Round(10*time.Millisecond), what, err, seen)
+	}
+	t.Logf("%s: after %s", what, time.Since(start).Round(10*time.Millisecond))
+}
