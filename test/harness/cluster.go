@@ -187,10 +187,16 @@ func (c *Cluster) connect(userAgent string) error {
 		return err
 	}
 	// The harness's own requests must not queue behind a client-side limit.
-	cfg.QPS = 1000
-	cfg.Burst = 2000
 	cfg.UserAgent = userAgent
+	return c.SetQPS(cfg, 1000)
+}
+
+// SetQPS makes the clients anew from cfg with a client-side limit of qps
+// requests a second, in bursts of twice that.
+func (c *Cluster) SetQPS(cfg *rest.Config, qps float32) error {
+	cfg.QPS, cfg.Burst = qps, 2*int(qps)
 	c.Config = cfg
+	var err error
 	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}

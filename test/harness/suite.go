@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 )
 
 // Suite is a test suite's control plane: hack/cluster-up.sh's, in
@@ -23,6 +28,9 @@ type Suite struct {
 	// KwokServer has kwok serve exec and logs of the simulated pods on a
 	// free port (KWOK_SERVER_PORT).
 	KwokServer bool
+	// QPS is the client-side limit of the admin clients (Cluster.Config,
+	// which the suites' in-process controllers copy); 0 is 1000.
+	QPS float32
 	// SetUp runs once the cluster is up, before the tests; what it returns
 	// (when not nil) runs after them, even when SetUp failed.
 	SetUp func(c *Cluster) (tearDown func(), err error)
@@ -79,7 +87,11 @@ func (s Suite) start(logf Logf) (*Cluster, error) {
 		}
 		settings = append(settings, fmt.Sprintf("KWOK_SERVER_PORT=%d", port[0]))
 	}
-	return StartCluster(context.Background(), root, dir, s.Name, settings, logf)
+	c, err := StartCluster(context.Background(), root, dir, s.Name, settings, logf)
+	if err == nil && s.QPS != 0 {
+		err = c.SetQPS(c.Config, s.QPS)
+	}
+	return c, err
 }
 
 // The ports FreePorts hands out: below Linux's ephemeral range
@@ -108,7 +120,7 @@ func FreePorts(n int) ([]int, error) {
 	}
 	_ = os.Chmod(dir, 0o1777) // like /tmp: any user's runs claim ports here
 	var ports []int
-	first := portFirst + rand.IntN(portLast-portFirst)
+	first := portFirst + mathrand.IntN(portLast-portFirst)
 	for i := 0; i <= portLast-portFirst && len(ports) < n; i++ {
 		port := portFirst + (first-portFirst+i)%(portLast-portFirst+1)
 		if f := claimPort(dir, port); f != nil {
@@ -222,3 +234,28 @@ func Eventually[S any](t testing.TB, p Poller, timeout time.Duration, what strin
 	}
 	t.Logf("%s: after %s", what, time.Since(start).Round(10*time.Millisecond))
 }
+
+// Namespace creates a namespace for t, named after it, waits for its
+// default ServiceAccount (pods are refused until it exists), and deletes it
+// once t is over, unless the environment sets KEEP_NAMESPACES.
+func (c *Cluster) Namespace(t testing.TB) string {
+	t.Helper()
+	name := nonLabel.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	name = strings.Trim(name[:min(len(name), 50)], "-") + "-" + rand.String(5)
+	ctx := context.Background()
+	if err := c.EnsureNamespace(ctx, name); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if os.Getenv("KEEP_NAMESPACES") != "" {
+			return
+		}
+		if err := c.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Logf("deleting namespace %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// nonLabel is what a DNS label may not hold.
+var nonLabel = regexp.MustCompile(`[^a-z0-9-]+`)

@@ -35,7 +35,7 @@ var legacyMPIJobs = schema.GroupVersionResource{Group: "kubeflow.org", Version: 
 // the same way, and is taken up again once it is fixed.
 func TestUndecodableJobsAreSkipped(t *testing.T) {
 	ctx := context.Background()
-	tenant, other := newNamespace(t), newNamespace(t)
+	tenant, other := env.Namespace(t), env.Namespace(t)
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func TestDrainCountsFromTheUnlistingWrite(t *testing.T) {
 		drain = 5 * time.Second
 		hold  = 8 * time.Second // longer than drain
 	)
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	stop := startController(t, controller.Config{Namespace: ns, RefreshLauncher: true})
 	createJob(t, elasticJob(ns, "shrink", 4, 1, 4, int32(drain/time.Second)))
 	waitForHosts(t, ns, "shrink", hostsOf("shrink", 0, 1, 2, 3)...)

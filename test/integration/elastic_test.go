@@ -90,7 +90,7 @@ func checkNoDeletionWhileListed(t *testing.T, ns, job string) {
 // spec. The launcher may exec into the new workers before they exist: a
 // quota holds their creation back while that is checked.
 func TestElasticGrowth(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, RefreshLauncher: true})
 	createJob(t, elasticJob(ns, "grow", 2, 1, 4, 2))
 	waitForHosts(t, ns, "grow", hostsOf("grow", 0, 1)...)
@@ -165,7 +165,7 @@ func launcherHostsHash(t *testing.T, ns, job string) string {
 // subresource: the victims leave discover_hosts.sh at once, their pods stay
 // for the drain period, and the Role then allows exec on one worker only.
 func TestElasticShrinkDrainsFirst(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, RefreshLauncher: true})
 	createJob(t, elasticJob(ns, "shrink", 4, 1, 4, 3))
 	waitForHosts(t, ns, "shrink", hostsOf("shrink", 0, 1, 2, 3)...)
@@ -202,7 +202,7 @@ func TestElasticShrinkDrainsFirst(t *testing.T) {
 // Running one, whatever its deletion cost, and among Running workers the
 // lowest pod-deletion-cost goes first.
 func TestNamedScaleIn(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, elasticJob(ns, "named", 3, 1, 8, 1))
 	waitForHosts(t, ns, "named", hostsOf("named", 0, 1, 2)...)
@@ -275,7 +275,7 @@ func cordonNodes(t *testing.T) {
 // is replaced under a name the job never used, the job keeps running, and
 // once it stays below minReplicas longer than allowed it fails.
 func TestElasticWorkerFailure(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	job := elasticJob(ns, "ft", 2, 2, 4, 1)
 	job.Spec.ElasticPolicy.MinReplicasTimeoutSeconds = ptr[int32](3)
@@ -314,7 +314,7 @@ func TestElasticWorkerFailure(t *testing.T) {
 // TestElasticBoundsAreRejected: the API server refuses elastic bounds that
 // contradict each other, and a scale outside them, naming the field.
 func TestElasticBoundsAreRejected(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	ctx := context.Background()
 	bad := elasticJob(ns, "bad", 2, 3, 2, 1)
 	_, err := env.MPI.KubeflowV1().MPIJobs(ns).Create(ctx, bad, metav1.CreateOptions{})
@@ -350,7 +350,7 @@ func TestElasticBoundsAreRejected(t *testing.T) {
 // reason, and a shrink still takes the victim out of discover_hosts.sh
 // before deleting it.
 func TestFixedJobKeepsUpstreamBehaviour(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "fixed", 3))
 	waitForHosts(t, ns, "fixed", hostsOf("fixed", 0, 1, 2)...)
@@ -396,7 +396,7 @@ func execNames(t *testing.T, ns, job string) []string {
 // workers and no more than 4 worker pods live at once; once the victims
 // are deleted, the 3 new workers come, and the condition goes.
 func TestFlappingJobHeldAtItsBound(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, MaxWorkerPods: 4})
 	createJob(t, elasticJob(ns, "flap", 4, 1, 4, 5))
 	for _, w := range namesOf("flap", 0, 1, 2, 3) {

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -34,30 +33,6 @@ const (
 	waitTimeout = 60 * time.Second
 	pollEvery   = 20 * time.Millisecond
 )
-
-// newNamespace creates a namespace for one test and deletes it afterwards.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = strings.Trim(name, "-") + "-" + rand.String(5)
-	ctx := context.Background()
-	_, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = env.Kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	// Pods are refused until the namespace's default ServiceAccount exists.
-	harness.Eventually(t, poll, waitTimeout, "the default ServiceAccount of "+name, func() (bool, error) {
-		_, err := env.Kube.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, ignoreNotFound(err)
-	})
-	return name
-}
 
 // startController runs the controller in-process until the test ends, or
 // until the returned function stops it. An empty cfg.Namespace watches

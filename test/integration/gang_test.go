@@ -89,7 +89,7 @@ func waitForPodGroup(t *testing.T, vc volcanoclient.Interface, ns, name, what st
 
 func TestGangSchedulingElasticJobAsksForItsMinimum(t *testing.T) {
 	vc := podGroupClient(t)
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, GangSchedulerName: "volcano"})
 
 	job := newJob(ns, "gang", 3)
@@ -143,7 +143,7 @@ func TestGangSchedulingElasticJobAsksForItsMinimum(t *testing.T) {
 
 func TestGangSchedulingFollowsSchedulingPolicyAndSize(t *testing.T) {
 	vc := podGroupClient(t)
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, GangSchedulerName: "volcano"})
 
 	// Without a scheduling policy a fixed job's group holds every pod, and
@@ -179,7 +179,7 @@ func TestGangSchedulingFollowsSchedulingPolicyAndSize(t *testing.T) {
 // finished and its pods are cleaned up, the group goes, as upstream did.
 func TestGangSchedulingKeepsWhatVolcanoSets(t *testing.T) {
 	vc := podGroupClient(t)
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, GangSchedulerName: "volcano"})
 	job := newJob(ns, "queued", 1)
 	running := common.CleanPodPolicyRunning

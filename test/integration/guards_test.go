@@ -37,7 +37,7 @@ const schedulingGate = "example.com/hold"
 // ValidatingAdmissionPolicy), as a busy API server or a conflict would
 // delay it. The job's second worker turns Running in that window.
 func TestDeadlinePassedListsNoNewWorker(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, RefreshLauncher: true})
 	removeHold := holdJobFailures(t, ns)
 

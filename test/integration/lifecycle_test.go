@@ -21,7 +21,7 @@ import (
 // contract names, workers Running through the scheduler and kwok, the
 // discovery script, the conditions and events, and cleanPodPolicy.
 func TestJobLifecycle(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	job := newJob(ns, "pi", 2)
 	running := common.CleanPodPolicyRunning
@@ -133,7 +133,7 @@ func checkOwner(t *testing.T, meta *metav1.ObjectMeta, job *kubeflow.MPIJob) {
 // TestLauncherFailure fails the launcher of a job without restarts: the job
 // fails with the upstream reason and a Warning event.
 func TestLauncherFailure(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "fail", 1))
 	waitForRunning(t, ns, "fail-launcher")
@@ -148,7 +148,7 @@ func TestLauncherFailure(t *testing.T) {
 // TestDeleteGarbageCollectsChildren deletes an MPIJob and waits for the
 // garbage collector to remove every child through its owner reference.
 func TestDeleteGarbageCollectsChildren(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "gc", 2))
 	waitForHosts(t, ns, "gc", "gc-worker-0:1", "gc-worker-1:1")
@@ -191,7 +191,7 @@ func TestDeleteGarbageCollectsChildren(t *testing.T) {
 // TestLauncherExecPermissions asks the real RBAC authorizer what the
 // launcher's ServiceAccount may exec into: its own workers, nothing else.
 func TestLauncherExecPermissions(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "a", 2))
 	createJob(t, newJob(ns, "b", 1))
@@ -203,7 +203,7 @@ func TestLauncherExecPermissions(t *testing.T) {
 	waitForExec(t, ns, "b", candidates, []string{"b-worker-0"})
 
 	// In another namespace, the same pod names are out of reach.
-	other := newNamespace(t)
+	other := env.Namespace(t)
 	if canExecIn(t, ns, "a", other, "a-worker-0") {
 		t.Error("launcher a may exec into a pod of another namespace")
 	}
@@ -219,7 +219,7 @@ func canExecIn(t *testing.T, ns, job, podNS, pod string) bool {
 // TestZeroWorkersGrantNoExec: a job with no workers gets a Role without any
 // exec rule, so its launcher may exec into nothing.
 func TestZeroWorkersGrantNoExec(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "none", 0))
 	harness.Eventually(t, poll, waitTimeout, "the Role", func() (bool, error) {
@@ -242,7 +242,7 @@ func TestZeroWorkersGrantNoExec(t *testing.T) {
 // TestSameNameInTwoNamespaces runs jobs of one name in two namespaces under
 // one controller that watches all namespaces: each sees only its workers.
 func TestSameNameInTwoNamespaces(t *testing.T) {
-	nsA, nsB := newNamespace(t), newNamespace(t)
+	nsA, nsB := env.Namespace(t), env.Namespace(t)
 	startController(t, controller.Config{})
 	createJob(t, newJob(nsA, "same", 2))
 	createJob(t, newJob(nsB, "same", 3))
@@ -268,7 +268,7 @@ func TestSameNameInTwoNamespaces(t *testing.T) {
 // templates (an Istio opt-out on nearly every Kubeflow job) pass a strict
 // create, are stored, and are carried to every pod.
 func TestTemplateMetadataReachesPods(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	job := newJob(ns, "meta", 2)
 	for rt, spec := range job.Spec.MPIReplicaSpecs {

@@ -16,7 +16,7 @@ import (
 var env *harness.Cluster
 
 func TestMain(m *testing.M) {
-	harness.Suite{Name: "integration", Settings: []string{"KWOK_NODES=4"}, SetUp: func(c *harness.Cluster) (func(), error) {
+	harness.Suite{Name: "integration", Settings: []string{"KWOK_NODES=4"}, QPS: 200, SetUp: func(c *harness.Cluster) (func(), error) {
 		env = c
 		if err := installCRD(); err != nil {
 			return nil, err

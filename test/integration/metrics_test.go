@@ -63,7 +63,7 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 // account bound to the shipped mpi-operator-metrics-reader ClusterRole,
 // over HTTPS; /healthz for anyone.
 func TestMetricsNeedKubernetesAuth(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	ctx := context.Background()
 	reader := shippedClusterRole(t, "mpi-operator-metrics-reader")
 	reader.Name += "-" + ns

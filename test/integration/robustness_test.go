@@ -104,7 +104,7 @@ func waitForBlocked(t *testing.T, ns, name, reason string, mention ...string) *k
 // launcher, the elastic job runs on other indices; once the names are free
 // the fixed job gets its workers and starts.
 func TestForeignPodsNeverGetExec(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	createStatefulSet(t, ns, "fx-worker", 2)
 	createBarePod(t, ns, "fx-worker-2", map[string]string{
 		"group-name": "kubeflow.org", "mpi-job-name": "fx", "mpi-job-role": "worker",
@@ -167,7 +167,7 @@ func TestForeignPodsNeverGetExec(t *testing.T) {
 // (its template mounts a volume of its own at /etc/mpi) gives the job a
 // Blocked condition carrying the API server's message and a Warning event.
 func TestRefusedChildSurfaces(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	job := newJob(ns, "clash", 1)
 	launcher := &job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template.Spec
@@ -200,7 +200,7 @@ func (r *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 // job says so with a Blocked condition and a Warning event, and its retries
 // back off: the requests it causes stay bounded.
 func TestForeignObjectWithoutLabelIsReported(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stuck-config", Namespace: ns}}
 	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func stripLabels(t *testing.T, resource, ns, name string) {
 // back, the same objects stay (no worker is recreated), the job is never
 // Blocked, and it scales on as before.
 func TestStrippedChildIsAdopted(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "bare", 2))
 	for _, w := range namesOf("bare", 0, 1) {

@@ -111,7 +111,7 @@ func checkRefused(t *testing.T, what string, err error, field string) {
 // controller runs in this process and a panic in it would end the test
 // binary, so passing also shows that nothing here made it panic.
 func TestMalformedJobs(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	tooMany := kubeflow.MaxWorkers + 1
 	long := strings.Repeat("x", 64)
@@ -315,7 +315,7 @@ func TestMalformedJobs(t *testing.T) {
 // is refused with a message naming the field and the bound. No controller
 // runs here: only admission is under test.
 func TestScaleBeyondBounds(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	ctx := context.Background()
 	jobs := env.MPI.KubeflowV1().MPIJobs(ns)
 	createJob(t, newJob(ns, "fixed", 1))

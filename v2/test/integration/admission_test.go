@@ -139,7 +139,7 @@ func wantInvalid(t *testing.T, what string, err error, field string) {
 // TestMalformedJobs sends malformed v2beta1 MPIJobs as raw JSON; the CRD
 // refuses each with a message that names the field.
 func TestMalformedJobs(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	tooMany := kubeflow.MaxWorkers + 1
 	long := strings.Repeat("c", 64)
 	runPolicy := func(key string, value any) func(object) {
@@ -259,7 +259,7 @@ func TestMalformedJobs(t *testing.T) {
 // TestBadEdits changes a valid job in ways the CRD refuses: managedBy,
 // which is immutable, and the replica bounds.
 func TestBadEdits(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	ctx := context.Background()
 	jobs := suite.mpi.KubeflowV2beta1().MPIJobs(ns)
 	create := func(name, managedBy string) *kubeflow.MPIJob {
@@ -312,7 +312,7 @@ func TestBadEdits(t *testing.T) {
 // whose templates carry labels and annotations: the schema declares them,
 // so they are neither refused nor pruned.
 func TestTemplateMetadataKept(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	ctx := context.Background()
 	job := validJob(ns, "labelled", 2)
 	for _, rt := range []kubeflow.MPIReplicaType{kubeflow.MPIReplicaTypeLauncher, kubeflow.MPIReplicaTypeWorker} {
@@ -415,7 +415,7 @@ spec:
 // TestUpstreamJobsAccepted applies upstream-style jobs with kubectl's
 // strict validation: the pi example, and its Intel and MPICH variants.
 func TestUpstreamJobsAccepted(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	variants := map[string]string{
 		"pi":       upstreamPi,
 		"pi-intel": strings.Replace(strings.Replace(upstreamPi, "name: pi\n", "name: pi-intel\n", 1), "OpenMPI", "Intel", 1),
@@ -441,7 +441,7 @@ func TestUpstreamJobsAccepted(t *testing.T) {
 // TestScale drives Worker.replicas through the scale subresource, with the
 // generated client and with kubectl scale, within and past the bounds.
 func TestScale(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	ctx := context.Background()
 	jobs := suite.mpi.KubeflowV2beta1().MPIJobs(ns)
 	job := validJob(ns, "scaled", 2)

@@ -56,7 +56,7 @@ const (
 // refuses them until the namespace's default ServiceAccount exists.
 func jobNamespace(t *testing.T) string {
 	t.Helper()
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	harness.Eventually(t, poll, waitTimeout, "the default ServiceAccount of "+ns, func() (bool, error) {
 		_, err := suite.Kube.CoreV1().ServiceAccounts(ns).Get(context.Background(), "default", metav1.GetOptions{})
 		return err == nil, ignoreNotFound(err)

@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kubeflow/mpi-operator/test/harness"
 	clientset "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned"
@@ -56,7 +55,7 @@ func TestMain(m *testing.M) {
 	}
 	// A launcher Job's pod keeps running until a test ends it: kwok would
 	// otherwise complete it, and with it the job, as soon as it runs.
-	harness.Suite{Name: "integration-v2", Settings: []string{"KWOK_NODES=2", "KWOK_JOB_PODS_COMPLETE=false"},
+	harness.Suite{Name: "integration-v2", Settings: []string{"KWOK_NODES=2", "KWOK_JOB_PODS_COMPLETE=false"}, QPS: 100,
 		SetUp: func(c *harness.Cluster) (func(), error) {
 			suite.Cluster, suite.module = c, filepath.Join(c.Root, "v2")
 			var err error
@@ -98,23 +97,4 @@ func kubectlStdin(stdin string, args ...string) (string, error) {
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
-}
-
-// newNamespace creates a namespace for one test and deletes it after.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = strings.TrimRight(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
-	if out, err := kubectl("create", "namespace", name); err != nil {
-		t.Fatalf("creating namespace %s: %v\n%s", name, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := kubectl("delete", "namespace", name, "--wait=false"); err != nil {
-			t.Logf("deleting namespace %s: %v\n%s", name, err, out)
-		}
-	})
-	return name
 }

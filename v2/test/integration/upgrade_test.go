@@ -202,7 +202,7 @@ func checkUpgraded(t *testing.T, ns string, storedBefore []string, jobs []string
 func TestCRDOverUpstreamKustomizeInstall(t *testing.T) {
 	deleteCRD(t)
 	restoreCRD(t)
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	versions := []string{"v1alpha2", "v1", "v2beta1"}
 
 	// First v1 stores, then v2beta1: storedVersions [v1 v2beta1].
@@ -234,7 +234,7 @@ func TestCRDOverUpstreamKustomizeInstall(t *testing.T) {
 func TestCRDOverOwnV1Install(t *testing.T) {
 	deleteCRD(t)
 	restoreCRD(t)
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	if err := applyCRD(filepath.Join(suite.Root, "manifests", "base", "crd.yaml")); err != nil {
 		t.Fatal(err)
 	}

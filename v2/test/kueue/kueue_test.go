@@ -3,7 +3,6 @@ package kueue
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -43,7 +42,7 @@ var workloads = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v
 // admits the first (the controller then runs it on the flavor's nodes) and
 // keeps the second suspended, without pods, until the first finishes.
 func TestKueueAdmitsElasticJobsAgainstQuota(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	queue := createQueues(t, ns)
 
 	first := createJob(t, ns, "first", queue)
@@ -463,28 +462,4 @@ func condition(wl *unstructured.Unstructured, condType string) (status, reason, 
 		return status, reason, message
 	}
 	return "", "", ""
-}
-
-// newNamespace creates a namespace of a generated name and deletes it
-// once the test is over (KEEP_NAMESPACES=1 keeps it to look at).
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	created, err := suite.Kube.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kueue-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating a namespace: %v", err)
-	}
-	harness.Eventually(t, poll, 30*time.Second, "the namespace's default ServiceAccount", func() (bool, string) {
-		_, err := suite.Kube.CoreV1().ServiceAccounts(created.Name).Get(context.Background(), "default", metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
-	})
-	t.Cleanup(func() {
-		if os.Getenv("KEEP_NAMESPACES") != "" {
-			return
-		}
-		if err := suite.Kube.CoreV1().Namespaces().Delete(context.Background(), created.Name, metav1.DeleteOptions{}); err != nil {
-			t.Logf("deleting namespace %s: %v", created.Name, err)
-		}
-	})
-	return created.Name
 }

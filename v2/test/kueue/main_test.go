@@ -58,7 +58,7 @@ var poll = harness.Poller{Every: 200 * time.Millisecond, Abort: func() string {
 // Job pods stay Running until a test ends them: kwok's pod-complete stage
 // would otherwise finish every launcher at once.
 func TestMain(m *testing.M) {
-	harness.Suite{Name: "kueue", Settings: []string{"KWOK_NODES=2", "KWOK_JOB_PODS_COMPLETE=false"}, SetUp: setUp}.Run(m)
+	harness.Suite{Name: "kueue", Settings: []string{"KWOK_NODES=2", "KWOK_JOB_PODS_COMPLETE=false"}, QPS: 100, SetUp: setUp}.Run(m)
 }
 
 // setUp builds Kueue's manager, installs the CRDs, and starts the MPIJob
