@@ -217,8 +217,8 @@ func TestTable(t *testing.T) {
 }
 
 // Free ports come from below the ephemeral range, are distinct, bind, and
-// are not handed out twice while this process holds them, not even when
-// they are free again.
+// are not handed out twice while their owner lives, not even before they
+// are bound.
 func TestFreePorts(t *testing.T) {
 	ports, err := FreePorts(3)
 	if err != nil {
@@ -241,9 +241,16 @@ func TestFreePorts(t *testing.T) {
 		}
 		ln.Close()
 	}
-	if f := claimPort(filepath.Join(os.TempDir(), "mpi-operator-ports"), ports[0]); f != nil {
-		f.Close()
+	dir := filepath.Join(os.TempDir(), "mpi-operator-ports")
+	if claimPort(dir, ports[0], os.Getpid()) {
 		t.Errorf("port %d was claimed again", ports[0])
+	}
+	// A port whose owner has exited is free again.
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(ports[1])), []byte("999999999\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if !claimPort(dir, ports[1], os.Getpid()) {
+		t.Errorf("port %d of an exited owner was not claimed", ports[1])
 	}
 }
 

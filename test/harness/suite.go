@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -102,29 +103,25 @@ const (
 	portLast  = 32000
 )
 
-var (
-	portsMu  sync.Mutex
-	portLock []*os.File // held until the process exits
-)
+// FreePorts returns n ports of 127.0.0.1 that nothing listens on, claimed
+// for this process (ClaimPorts).
+func FreePorts(n int) ([]int, error) { return ClaimPorts(os.Getpid(), n) }
 
-// FreePorts returns n ports of 127.0.0.1 that nothing listens on, and that
-// no other process of the harness has taken: each is claimed by a lock
-// file in the machine's temporary directory, held until this process
-// exits, so that suites started at once never pick the same port.
-func FreePorts(n int) ([]int, error) {
-	portsMu.Lock()
-	defer portsMu.Unlock()
+// ClaimPorts returns n ports of 127.0.0.1 that nothing listens on, and
+// claims them for the process owner for as long as it lives: a file a
+// port in the machine's temporary directory names its owner, so that no
+// run of the harness (a suite, bench, chaos, the SDK's tests through
+// hack/freeports) started meanwhile takes them, even before they are bound.
+func ClaimPorts(owner, n int) ([]int, error) {
 	dir := filepath.Join(os.TempDir(), "mpi-operator-ports")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	_ = os.Chmod(dir, 0o1777) // like /tmp: any user's runs claim ports here
 	var ports []int
-	first := portFirst + mathrand.IntN(portLast-portFirst)
+	first := mathrand.IntN(portLast - portFirst + 1)
 	for i := 0; i <= portLast-portFirst && len(ports) < n; i++ {
-		port := portFirst + (first-portFirst+i)%(portLast-portFirst+1)
-		if f := claimPort(dir, port); f != nil {
-			portLock = append(portLock, f)
+		if port := portFirst + (first+i)%(portLast-portFirst+1); claimPort(dir, port, owner) {
 			ports = append(ports, port)
 		}
 	}
@@ -134,24 +131,34 @@ func FreePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// claimPort locks the port's file and checks that the port binds; it
-// returns the locked file, or nil.
-func claimPort(dir string, port int) *os.File {
-	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprint(port)), os.O_CREATE|os.O_RDONLY, 0o644)
+// claimPort claims a port for owner unless a live process has it, or it
+// does not bind. The port's file is locked meanwhile, so that two
+// processes never claim a port at once.
+func claimPort(dir string, port, owner int) bool {
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
-		return nil
+		return false
 	}
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-		f.Close()
-		return nil
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX) != nil {
+		return false
+	}
+	b, err := io.ReadAll(f)
+	if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || (pid > 0 && alive(pid)) {
+		return false
 	}
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
-		f.Close()
-		return nil
+		return false
 	}
 	ln.Close()
-	return f
+	_ = os.Chmod(f.Name(), 0o666)
+	return f.Truncate(0) == nil && writeAt(f, strconv.Itoa(owner)+"\n") == nil
+}
+
+func writeAt(f *os.File, s string) error {
+	_, err := f.WriteAt([]byte(s), 0)
+	return err
 }
 
 // Poller polls a check until it holds.
