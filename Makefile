@@ -69,8 +69,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPlanWorkers$$' -fuzztime $(FUZZ_PLAN) -fuzzminimizetime 200x ./pkg/elastic
 	$(GO) test -run '^$$' -fuzz '^FuzzSync$$' -fuzztime $(FUZZ_SYNC) -fuzzminimizetime 200x ./pkg/controller
 
-# Both suites start their own control plane (hack/cluster-up.sh) on ports of
-# their own; the first run builds it (hack/testbin.sh).
+# Every suite starts a control plane of its own (hack/cluster-up.sh, through
+# test/harness) on ports free at its start, so that suites run side by
+# side; the first run builds it (hack/testbin.sh).
 test-integration: testbin
 	$(GO) test -count=1 -timeout 30m ./test/integration/...
 

@@ -33,6 +33,7 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/kubeflow/common v0.4.7 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mailru/easyjson v0.9.0 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
@@ -68,7 +69,7 @@ require (
 )
 
 // The root module of this repository: the shared elastic planning, and the
-// local control plane of the integration tests (test/testcluster).
+// test harness of the suites on a local control plane (test/harness).
 replace github.com/kubeflow/mpi-operator => ../
 
 tool (

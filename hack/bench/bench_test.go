@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 func TestParseProcStatus(t *testing.T) {

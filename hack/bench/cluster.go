@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,20 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
-
-// Ports of the bench's own cluster: none of them is used by the other
-// clusters of this repository (local dev, integration, e2e, chaos), and all
-// are below Linux's ephemeral range (32768-60999), where any outgoing
-// connection could hold them.
-var clusterPorts = []string{
-	"ETCD_PORT=27790",
-	"ETCD_PEER_PORT=27800",
-	"APISERVER_PORT=27443",
-	"CONTROLLER_MANAGER_PORT=27257",
-	"SCHEDULER_PORT=27259",
-}
 
 const (
 	// operatorUser is the operator's identity in the API server's audit
@@ -92,7 +79,7 @@ func startCluster(ctx context.Context, o *options) (*cluster, error) {
 		return nil, err
 	}
 	nodes, podsPerNode := clusterCapacity(o)
-	settings := append(slices.Clone(clusterPorts),
+	settings := append([]string{},
 		fmt.Sprintf("KWOK_NODES=%d", nodes),
 		fmt.Sprintf("KWOK_NODE_PODS=%d", podsPerNode),
 		"CLUSTER_UP_TIMEOUT=300",
@@ -135,7 +122,7 @@ func (c *cluster) stop(keep bool) {
 	if c == nil || c.Cluster == nil {
 		return
 	}
-	if c.TC != nil {
+	if c.Started() {
 		c.Stop(keep)
 		return
 	}
@@ -168,7 +155,7 @@ func (c *cluster) readAudit() ([]auditEvent, error) {
 // started (hack/cluster-up.sh records them in <dir>/pids/<name>.pid), or 0
 // on a cluster it did not start or when the file cannot be read.
 func (c *cluster) componentPID(name string) int {
-	if c == nil || c.Cluster == nil || c.TC == nil {
+	if c == nil || !c.Started() {
 		return 0
 	}
 	b, err := os.ReadFile(filepath.Join(c.Dir, "pids", name+".pid"))

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 const memoryNamespace = "mpi-bench-mem"

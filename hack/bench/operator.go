@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // startOperator runs the operator binary with the options' flags and

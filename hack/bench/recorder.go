@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // The recorder follows the pods, ConfigMaps and Roles (v1) or

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // The figures of upstream v0.3.0 measured with the same scenario on the

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // The design targets the Targets table holds the run against.

@@ -17,9 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 	"github.com/kubeflow/mpi-operator/pkg/operator"
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // Faults at admission: windows in which the API server refuses every update
@@ -39,7 +38,7 @@ type refusal struct{ from, to time.Time }
 // must meet.
 func refuseConfigMapUpdates(ctx context.Context, kube kubernetes.Interface, hold time.Duration, during func(context.Context)) (refusal, error) {
 	rule := admissionregv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}
-	remove, err := testcluster.RefuseUpdates(ctx, kube, "chaos-refuse-configmaps", namespace, rule, "false", refusalMessage)
+	remove, err := harness.RefuseUpdates(ctx, kube, "chaos-refuse-configmaps", namespace, rule, "false", refusalMessage)
 	if err != nil {
 		return refusal{}, err
 	}

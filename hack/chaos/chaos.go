@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // killRec is one SIGKILL of the leading replica.
@@ -91,7 +91,7 @@ func runChaos(ctx context.Context, o *options) (*result, error) {
 	defer tl.close()
 
 	nodes := kwokNodes(o)
-	settings := append(append([]string{}, clusterPorts...),
+	settings := append([]string{},
 		fmt.Sprintf("KWOK_NODES=%d", nodes),
 		fmt.Sprintf("KWOK_NODE_PODS=%d", kwokPerNode),
 		"CLUSTER_UP_TIMEOUT=300",
@@ -119,12 +119,17 @@ func runChaos(ctx context.Context, o *options) (*result, error) {
 		return res, err
 	}
 	rec := newRecorder(tl)
-	watch, err := harness.WatchEtcd(ctx, "http://127.0.0.1:"+etcdPort, namespace, rec.observe)
+	watch, err := harness.WatchEtcd(ctx, "http://127.0.0.1:"+cl.Setting("ETCD_PORT"), namespace, rec.observe)
 	if err != nil {
 		return res, fmt.Errorf("watching etcd: %w", err)
 	}
 	defer watch.Stop()
 
+	ports, err := harness.FreePorts(len(operatorPorts))
+	if err != nil {
+		return res, err
+	}
+	copy(operatorPorts[:], ports)
 	f := startFleet(ctx, o, cl, tl)
 	defer func() {
 		f.stop()

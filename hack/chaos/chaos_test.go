@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 func TestParseFlags(t *testing.T) {

@@ -14,9 +14,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // snapshot is the namespace as one set of lists read it.

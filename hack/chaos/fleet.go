@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // opRun is one process of one of the two operator replicas.
@@ -201,21 +200,10 @@ func (f *fleet) both() bool {
 	return true
 }
 
-var errTimeout = errors.New("timed out")
-
 // waitFor polls cond every 100 ms until it holds, ctx ends, or timeout
-// passes (errTimeout).
+// passes (harness.ErrTimeout).
 func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return errTimeout
-		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	return nil
+	return harness.Poller{}.Until(ctx, timeout, func() (bool, error) { return cond(), nil })
 }
 
 // kill SIGKILLs a run; false when it had exited already.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // An error line of the operator is explained by a fault the harness

@@ -17,25 +17,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
-// Ports of the chaos cluster and of the two operator replicas: none is
-// used by the other clusters of this repository (local dev, integration,
-// e2e, bench), and all are below Linux's ephemeral range (32768-60999),
-// where any outgoing connection could hold them.
-var clusterPorts = []string{
-	"ETCD_PORT=" + etcdPort,
-	"ETCD_PEER_PORT=28800",
-	"APISERVER_PORT=28443",
-	"CONTROLLER_MANAGER_PORT=28257",
-	"SCHEDULER_PORT=28259",
-}
-
-var operatorPorts = [2]int{28080, 28081}
-
-// etcdPort is also where the harness watches etcd.
-const etcdPort = "28790"
+// operatorPorts are the monitoring ports of the two operator replicas,
+// free ports picked at the start (each replica keeps its port across its
+// restarts).
+var operatorPorts [2]int
 
 const (
 	namespace   = "mpi-chaos"

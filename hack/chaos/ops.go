@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // drainChoices are the jobs' drainSeconds, in turn: 0 deletes a victim in

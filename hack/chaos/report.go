@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeflow/mpi-operator/hack/internal/harness"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 type report struct {

@@ -34,7 +34,9 @@ func parseTest(args []string, output io.Writer) (*testOptions, error) {
 	return o, ParseFlags(fs, args)
 }
 
-func TestMain(t *testing.T) {
+// Main exits 0, 1 or 2 and says why, and runs the binary only when its
+// flags are good.
+func TestMainExitCodes(t *testing.T) {
 	cases := []struct {
 		name           string
 		args           []string

@@ -4,7 +4,7 @@
 #      (_output/sdk/venv, with the system's python3-kubernetes and pytest)
 #   2. runs the unit tests (sdk/python/tests/unit)
 #   3. brings up a local control plane with the v1 operator running as a
-#      process (hack/local-up.sh, LOCAL_DIR=_output/sdk, ports 29xxx) and
+#      process (hack/local-up.sh, LOCAL_DIR=_output/sdk, free ports) and
 #      kwok serving the pods' logs (KWOK_SERVER_PORT)
 #   4. runs the tests against it (sdk/python/tests/cluster)
 #   5. the same with the v2beta1 operator (OPERATOR=v2 hack/local-up.sh
@@ -23,11 +23,14 @@ PYTHON=/usr/bin/python3 # Debian's, with its python3-* packages
 VENV=_output/sdk/venv
 read -r -a PYTEST_EXTRA <<<"${SDK_TEST_PYTEST_ARGS:-}"
 
-export LOCAL_DIR="${ROOT}/_output/sdk"
-export ETCD_PORT=29790 ETCD_PEER_PORT=29800 APISERVER_PORT=29443
-export CONTROLLER_MANAGER_PORT=29257 SCHEDULER_PORT=29259
-export OPERATOR_MONITORING_PORT=29080 KWOK_NODES=2
-export KWOK_SERVER_PORT=29250 # kwok serves the pods' logs (kwok Logs objects)
+export LOCAL_DIR="${ROOT}/_output/sdk" KWOK_NODES=2
+# Free ports, claimed for this script's run where the Go suites claim
+# theirs (test/harness); kwok serves the pods' logs (kwok Logs objects).
+read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT CONTROLLER_MANAGER_PORT SCHEDULER_PORT \
+  OPERATOR_MONITORING_PORT KWOK_SERVER_PORT < <(go run ./hack/freeports --for $$ 7)
+[[ -n "${KWOK_SERVER_PORT}" ]] || { echo "hack/freeports printed no ports" >&2; exit 1; }
+export ETCD_PORT ETCD_PEER_PORT APISERVER_PORT CONTROLLER_MANAGER_PORT SCHEDULER_PORT \
+  OPERATOR_MONITORING_PORT KWOK_SERVER_PORT
 
 say() { echo "[test-sdk $(date +%H:%M:%S)] $*"; }
 

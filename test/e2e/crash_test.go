@@ -14,6 +14,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 const crashJobYAML = `apiVersion: kubeflow.org/v1
@@ -48,20 +50,16 @@ spec:
 // lost. Leader election is off here so that a restart need not wait for the
 // dead process's Lease to expire.
 func (s *suite) crashRestart(t *testing.T) {
-	path := filepath.Join(env.localDir, "crash-job.yaml")
+	path := filepath.Join(env.Dir, "crash-job.yaml")
 	if err := os.WriteFile(path, []byte(crashJobYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := filepath.Join(env.localDir, "operator.kubeconfig")
-	logPath := filepath.Join(env.localDir, "operator-crash.log")
-	_ = os.Remove(logPath)
+	kubeconfig := filepath.Join(env.Dir, "operator.kubeconfig")
+	runs := 0
 	start := func() {
 		t.Helper()
-		op, err := startOperator(kubeconfig, logPath, freePort(t), "--leader-elect=false")
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.op, currentOperator = op, op
+		runs++
+		s.op = startOperator(t, kubeconfig, filepath.Join(env.Dir, fmt.Sprintf("operator-crash-%d.log", runs)), "--leader-elect=false")
 	}
 	start()
 	mustKubectl(t, "create", "-n", jobNamespace, "-f", path)
@@ -72,16 +70,15 @@ func (s *suite) crashRestart(t *testing.T) {
 		mustKubectl(t, "scale", "mpijob/crash", "-n", jobNamespace, fmt.Sprintf("--replicas=%d", n))
 		// Somewhere between right away and well into the resize.
 		time.Sleep(time.Duration(i*53%250) * time.Millisecond)
-		if err := s.op.cmd.Process.Kill(); err != nil {
-			t.Fatalf("SIGKILL: %v", err)
+		if !s.op.Kill() {
+			t.Fatalf("SIGKILL: the operator had exited already (%s)", s.op.Status())
 		}
-		<-s.op.done
 		start()
 	}
 	want := sizes[len(sizes)-1]
 
 	var workers []string
-	waitFor(t, 2*settleTimeout, fmt.Sprintf("MPIJob crash to settle on %d Running workers", want), func() (bool, string) {
+	harness.Eventually(t, poll, 2*settleTimeout, fmt.Sprintf("MPIJob crash to settle on %d Running workers", want), func() (bool, string) {
 		pods, err := workerPods("crash")
 		if err != nil {
 			return false, err.Error()
@@ -101,7 +98,7 @@ func (s *suite) crashRestart(t *testing.T) {
 	for _, w := range workers {
 		hosts = append(hosts, w+":1")
 	}
-	waitFor(t, settleTimeout, "discover_hosts.sh, the hostfile and the Role to name exactly the workers", func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "discover_hosts.sh, the hostfile and the Role to name exactly the workers", func() (bool, string) {
 		var cm corev1.ConfigMap
 		if err := getJSON([]string{"configmap", "crash-config", "-n", jobNamespace}, &cm); err != nil {
 			return false, err.Error()
@@ -147,7 +144,7 @@ func (s *suite) crashRestart(t *testing.T) {
 	raw, _ := json.Marshal(job.Status)
 	t.Logf("after %d SIGKILLs: workers %v, status %s", len(sizes), workers, raw)
 
-	if code, _, err := s.op.stop(30 * time.Second); err != nil || code != 0 {
-		t.Errorf("the last operator stopped with code %d, error %v", code, err)
+	if code, _ := s.op.Terminate(30 * time.Second); code != 0 {
+		t.Errorf("the last operator stopped with code %d (-1: killed after 30 s)", code)
 	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // Bounds of the waits. Pods on kwok nodes run about half a second after they
@@ -102,7 +105,7 @@ type example struct {
 
 // suite carries state from one step to the next.
 type suite struct {
-	op       *operatorProc
+	op       *harness.Operator
 	examples []example
 	// scaled holds the worker count of an example after the elastic step.
 	scaled map[string]int
@@ -117,9 +120,9 @@ func TestE2E(t *testing.T) {
 			return
 		}
 		if t.Failed() {
-			t.Logf("last lines of the operator log %s:\n%s", s.op.logPath, s.op.logTail(60))
+			t.Logf("last lines of the operator log %s:\n%s", s.op.LogPath, harness.Tail(s.op.LogPath, 60))
 		}
-		s.op.kill()
+		s.op.Terminate(10 * time.Second)
 		currentOperator = nil
 	})
 	steps := []struct {
@@ -166,7 +169,7 @@ func (s *suite) install(t *testing.T) {
 	}
 	// kubeflow-mpijobs-admin has no rules of its own: the aggregation
 	// controller copies those of kubeflow-mpijobs-edit into it.
-	waitFor(t, settleTimeout, "kubeflow-mpijobs-admin to aggregate the edit rules", func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "kubeflow-mpijobs-admin to aggregate the edit rules", func() (bool, string) {
 		var role rbacv1.ClusterRole
 		if err := getJSON([]string{"clusterrole", "kubeflow-mpijobs-admin"}, &role); err != nil {
 			return false, err.Error()
@@ -190,7 +193,7 @@ func (s *suite) install(t *testing.T) {
 			Conditions []struct{ Type, Status string } `json:"conditions"`
 		} `json:"status"`
 	}
-	waitFor(t, settleTimeout, "the MPIJob CRD to be Established", func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "the MPIJob CRD to be Established", func() (bool, string) {
 		if err := getJSON([]string{"crd", "mpijobs.kubeflow.org"}, &crd); err != nil {
 			return false, err.Error()
 		}
@@ -203,7 +206,7 @@ func (s *suite) install(t *testing.T) {
 	})
 	// kubectl explain reaches into the pod templates and documents the
 	// MPIJob's own fields.
-	waitFor(t, settleTimeout, "kubectl explain to know the MPIJob schema", func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "kubectl explain to know the MPIJob schema", func() (bool, string) {
 		r := kubectl("explain", "mpijob.spec.mpiReplicaSpecs.Worker.template.spec.containers")
 		return r.ok() && strings.Contains(r.stdout, "FIELD: containers"), r.String()
 	})
@@ -254,26 +257,20 @@ func (s *suite) install(t *testing.T) {
 func (s *suite) startOperator(t *testing.T) {
 	path := operatorKubeconfig(t, operatorNamespace)
 
-	port := freePort(t)
-	logPath := filepath.Join(env.localDir, "operator.log")
-	_ = os.Remove(logPath) // the log of an earlier run
-	op, err := startOperator(path, logPath, port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.op, currentOperator = op, op
-	t.Logf("operator started: pid %d, monitoring on 127.0.0.1:%d, log %s", op.cmd.Process.Pid, port, logPath)
+	op := startOperator(t, path, filepath.Join(env.Dir, "operator.log"))
+	s.op = op
+	t.Logf("operator started: pid %d, monitoring on 127.0.0.1:%d, log %s", op.PID, op.Port, op.LogPath)
 
-	waitFor(t, settleTimeout, "the operator to answer /healthz and lead", func() (bool, string) {
-		code, body, err := op.get("/healthz")
+	harness.Eventually(t, poll, settleTimeout, "the operator to answer /healthz and lead", func() (bool, string) {
+		code, body, err := op.Fetch(context.Background(), "/healthz")
 		if err != nil || code != 200 || strings.TrimSpace(body) != "ok" {
 			return false, fmt.Sprintf("/healthz: %d %q %v", code, body, err)
 		}
-		_, body, err = op.get("/metrics")
+		_, body, err = op.Fetch(context.Background(), "/metrics")
 		if err != nil {
 			return false, err.Error()
 		}
-		if v, ok := metric(body, "mpi_operator_is_leader"); !ok || v != 1 {
+		if v, ok := harness.Metric(body, "mpi_operator_is_leader"); !ok || v != 1 {
 			return false, fmt.Sprintf("mpi_operator_is_leader %v (present: %v)", v, ok)
 		}
 		return true, ""
@@ -293,12 +290,12 @@ func (s *suite) startOperator(t *testing.T) {
 func findExamples(t *testing.T) []example {
 	t.Helper()
 	var files []string
-	err := filepath.WalkDir(filepath.Join(env.root, "examples"), func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(env.Root, "examples"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if !d.IsDir() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
-			rel, err := filepath.Rel(env.root, path)
+			rel, err := filepath.Rel(env.Root, path)
 			if err != nil {
 				return err
 			}
@@ -353,7 +350,7 @@ func findExamples(t *testing.T) []example {
 func (s *suite) createExamples(t *testing.T) {
 	mustKubectl(t, "create", "namespace", jobNamespace)
 	// Pods are refused until the namespace's default ServiceAccount exists.
-	waitFor(t, settleTimeout, "the default ServiceAccount of namespace "+jobNamespace, func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "the default ServiceAccount of namespace "+jobNamespace, func() (bool, string) {
 		r := kubectl("get", "serviceaccount", "default", "-n", jobNamespace, "-o", "name")
 		return r.ok(), r.String()
 	})
@@ -398,7 +395,7 @@ func (s *suite) createExamples(t *testing.T) {
 // waitJobRunning waits until the job's Running condition is True.
 func waitJobRunning(t *testing.T, name string) {
 	t.Helper()
-	waitFor(t, jobRunningTimeout, "MPIJob "+name+" to be Running", func() (bool, string) {
+	harness.Eventually(t, poll, jobRunningTimeout, "MPIJob "+name+" to be Running", func() (bool, string) {
 		var job mpiJob
 		if err := getJSON([]string{"mpijob", name, "-n", jobNamespace}, &job); err != nil {
 			return false, err.Error()
@@ -439,7 +436,7 @@ func describePods(pods []corev1.Pod) string {
 func waitWorkers(t *testing.T, name string, n int) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
-	waitFor(t, settleTimeout, fmt.Sprintf("MPIJob %s to have %d Running workers", name, n), func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, fmt.Sprintf("MPIJob %s to have %d Running workers", name, n), func() (bool, string) {
 		var err error
 		if pods, err = workerPods(name); err != nil {
 			return false, err.Error()
@@ -461,7 +458,7 @@ func waitWorkers(t *testing.T, name string, n int) []corev1.Pod {
 func waitTable(t *testing.T, want map[string]int, state string) {
 	t.Helper()
 	wantHeader := []string{"NAME", "STATE", "DESIRED", "RUNNING", "AGE"}
-	waitFor(t, settleTimeout, "kubectl get mpijob to show every job "+state, func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "kubectl get mpijob to show every job "+state, func() (bool, string) {
 		r := kubectl("get", "mpijob", "-n", jobNamespace)
 		if !r.ok() {
 			return false, r.String()
@@ -542,7 +539,7 @@ func (s *suite) elasticScale(t *testing.T) {
 		wantHosts = append(wantHosts, fmt.Sprintf("%s:%d", p.Name, ex.slots))
 	}
 	cm := ex.name + "-config"
-	waitFor(t, settleTimeout, fmt.Sprintf("ConfigMap %s to list %d hosts in discover_hosts.sh", cm, target), func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, fmt.Sprintf("ConfigMap %s to list %d hosts in discover_hosts.sh", cm, target), func() (bool, string) {
 		r := kubectl("get", "configmap", cm, "-n", jobNamespace, "-o", `jsonpath={.data.discover_hosts\.sh}`)
 		if !r.ok() {
 			return false, r.String()
@@ -559,7 +556,7 @@ func (s *suite) elasticScale(t *testing.T) {
 	canExec := func(pod string) *result {
 		return kubectl("auth", "can-i", "create", "pods/"+pod, "--subresource=exec", "--as="+launcherSA, "-n", jobNamespace)
 	}
-	waitFor(t, settleTimeout, "the launcher to be allowed to exec into "+newWorker, func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "the launcher to be allowed to exec into "+newWorker, func() (bool, string) {
 		r := canExec(newWorker)
 		return r.ok() && strings.TrimSpace(r.stdout) == "yes", r.String()
 	})
@@ -650,7 +647,7 @@ func (s *suite) finishPi(t *testing.T) {
 	}
 	mustKubectl(t, "patch", "pod", launcher.Name, "-n", jobNamespace, "--subresource=status", "--type=merge", "-p", string(patch))
 
-	waitFor(t, settleTimeout, "MPIJob "+piJob+" to succeed", func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "MPIJob "+piJob+" to succeed", func() (bool, string) {
 		var job mpiJob
 		if err := getJSON([]string{"mpijob", piJob, "-n", jobNamespace}, &job); err != nil {
 			return false, err.Error()
@@ -669,7 +666,7 @@ func (s *suite) finishPi(t *testing.T) {
 
 	wantReasons := []string{"MPIJobCreated", "MPIJobRunning", "MPIJobSucceeded"}
 	var events corev1.EventList
-	waitFor(t, settleTimeout, "the events of MPIJob "+piJob, func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "the events of MPIJob "+piJob, func() (bool, string) {
 		if err := getJSON([]string{"events", "-n", jobNamespace, "--field-selector", "involvedObject.name=" + piJob}, &events); err != nil {
 			return false, err.Error()
 		}
@@ -705,16 +702,16 @@ func describeEvents(events []corev1.Event) string {
 // Step 6: the monitoring endpoint.
 
 func (s *suite) checkMetrics(t *testing.T) {
-	code, body, err := s.op.get("/healthz")
+	code, body, err := s.op.Fetch(context.Background(), "/healthz")
 	if err != nil || code != 200 || strings.TrimSpace(body) != "ok" {
 		t.Errorf("/healthz answered %d %q (%v), want 200 ok", code, body, err)
 	}
-	code, body, err = s.op.get("/metrics")
+	code, body, err = s.op.Fetch(context.Background(), "/metrics")
 	if err != nil || code != 200 {
 		t.Fatalf("/metrics answered %d (%v)", code, err)
 	}
 	check := func(name string, want float64) bool {
-		v, ok := metric(body, name)
+		v, ok := harness.Metric(body, name)
 		if !ok {
 			t.Errorf("/metrics has no sample %s", name)
 			return true
@@ -722,7 +719,7 @@ func (s *suite) checkMetrics(t *testing.T) {
 		return v == want
 	}
 	if !check("mpi_operator_jobs_created_total", float64(len(s.examples))) {
-		v, _ := metric(body, "mpi_operator_jobs_created_total")
+		v, _ := harness.Metric(body, "mpi_operator_jobs_created_total")
 		if v > float64(len(s.examples)) {
 			// Counted again when the status write that recorded the
 			// Created condition lost a conflict and the sync was retried.
@@ -735,11 +732,11 @@ func (s *suite) checkMetrics(t *testing.T) {
 		t.Errorf("mpi_operator_is_leader is not 1")
 	}
 	if !check("mpi_operator_jobs_failed_total", 0) {
-		v, _ := metric(body, "mpi_operator_jobs_failed_total")
+		v, _ := harness.Metric(body, "mpi_operator_jobs_failed_total")
 		t.Errorf("mpi_operator_jobs_failed_total is %v, want 0", v)
 	}
 	if !check("mpi_operator_jobs_successful_total", 1) {
-		v, _ := metric(body, "mpi_operator_jobs_successful_total")
+		v, _ := harness.Metric(body, "mpi_operator_jobs_successful_total")
 		t.Errorf("mpi_operator_jobs_successful_total is %v after one job (%s) succeeded, want 1", v, piJob)
 	}
 	want := fmt.Sprintf(`mpi_operator_job_info{launcher="%s-launcher",namespace="%s"} 1`, piJob, jobNamespace)
@@ -759,7 +756,7 @@ func (s *suite) deleteJob(t *testing.T) {
 	}
 	children := []string{"configmap/" + piJob + "-config", "serviceaccount/" + piJob + "-launcher",
 		"role/" + piJob + "-launcher", "rolebinding/" + piJob + "-launcher"}
-	waitFor(t, gcTimeout, "the pods and ConfigMap of MPIJob "+piJob+" to be gone", func() (bool, string) {
+	harness.Eventually(t, poll, gcTimeout, "the pods and ConfigMap of MPIJob "+piJob+" to be gone", func() (bool, string) {
 		pods := kubectl("get", "pods", "-n", jobNamespace, "-l", "mpi-job-name="+piJob, "-o", "name")
 		left := kubectl(append([]string{"get", "-n", jobNamespace, "--ignore-not-found", "-o", "name"}, children...)...)
 		if !pods.ok() || !left.ok() {
@@ -787,10 +784,10 @@ func (s *suite) deleteJob(t *testing.T) {
 // Step 7: a graceful stop releases the Lease.
 
 func (s *suite) stopOperator(t *testing.T) {
-	code, took, err := s.op.stop(operatorStopLimit)
+	code, took := s.op.Terminate(operatorStopLimit)
 	currentOperator = nil
-	if err != nil {
-		t.Fatal(err)
+	if code == -1 {
+		t.Fatalf("the operator did not exit within %s of SIGTERM; killed it", operatorStopLimit)
 	}
 	t.Logf("the operator exited with code %d %s after SIGTERM", code, took.Round(time.Millisecond))
 	if code != 0 {
@@ -805,13 +802,13 @@ func (s *suite) stopOperator(t *testing.T) {
 
 	// Least privilege held up: the API server refused the operator nothing,
 	// and nothing panicked.
-	if lines := s.op.logLines("forbidden", "panic"); len(lines) > 0 {
-		t.Errorf("the operator log %s shows refusals or panics:\n%s", s.op.logPath, strings.Join(lines, "\n"))
+	if lines := logLines(s.op, "forbidden", "panic"); len(lines) > 0 {
+		t.Errorf("the operator log %s shows refusals or panics:\n%s", s.op.LogPath, strings.Join(lines, "\n"))
 	}
 	// Nor did any of its requests fail: every step is one a healthy
 	// cluster serves.
-	if lines := s.op.errorLines(); len(lines) > 0 {
-		t.Errorf("the operator log %s shows errors:\n%s", s.op.logPath, strings.Join(lines, "\n"))
+	if lines := errorLines(s.op); len(lines) > 0 {
+		t.Errorf("the operator log %s shows errors:\n%s", s.op.LogPath, strings.Join(lines, "\n"))
 	}
 }
 
@@ -862,7 +859,7 @@ func operatorKubeconfig(t *testing.T, namespace string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(env.localDir, "operator.kubeconfig")
+	path := filepath.Join(env.Dir, "operator.kubeconfig")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}

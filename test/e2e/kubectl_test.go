@@ -11,17 +11,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // kubectlTimeout bounds every kubectl command unless a caller says otherwise.
 const kubectlTimeout = time.Minute
 
-// pollInterval is the pause between two checks of a wait; a long wait
-// reports what it sees every progressInterval.
-const (
-	pollInterval     = 200 * time.Millisecond
-	progressInterval = 10 * time.Second
-)
+// pollInterval is the pause between two checks of a wait.
+const pollInterval = 200 * time.Millisecond
 
 // result is one finished kubectl command.
 type result struct {
@@ -42,7 +40,7 @@ func (r *result) output() string { return r.stdout + r.stderr }
 // String describes the command and what it did, for failure messages.
 func (r *result) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "command: %s\n", commandLine(env.kubectl, r.args))
+	fmt.Fprintf(&b, "command: %s\n", commandLine(env.Kubectl, r.args))
 	switch {
 	case r.timedOut:
 		fmt.Fprintf(&b, "  timed out after %s\n", r.took.Round(time.Millisecond))
@@ -89,15 +87,12 @@ func indentBlock(s string) string {
 // kubectlWith runs the pinned kubectl against the admin kubeconfig (unless
 // args name another one, which comes later and wins) with a time limit.
 func kubectlWith(timeout time.Duration, args ...string) *result {
-	full := append([]string{"--kubeconfig", env.kubeconfig}, args...)
+	full := append([]string{"--kubeconfig", env.Kubeconfig}, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, env.kubectl, full...)
-	cmd.Dir = env.root
+	cmd := env.KubectlCmd(ctx, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// Kill whatever kubectl left holding the pipes, too.
-	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	err := cmd.Run()
 	r := &result{
@@ -154,36 +149,14 @@ func mustGetJSON(t *testing.T, v any, args ...string) {
 	}
 }
 
-// waitFor calls check until it reports done, at most for timeout. check
-// returns a description of what it saw, which the failure message quotes. A
-// wait also ends early when the operator process has died, since nothing
-// would change any more.
-func waitFor(t *testing.T, timeout time.Duration, what string, check func() (done bool, seen string)) {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	nextReport := start.Add(progressInterval)
-	for {
-		done, seen := check()
-		if done {
-			t.Logf("%s: after %s", what, time.Since(start).Round(10*time.Millisecond))
-			return
-		}
-		if time.Now().After(nextReport) {
-			t.Logf("still waiting for %s after %s; seen: %s", what, time.Since(start).Round(time.Second), clip(seen, 500))
-			nextReport = nextReport.Add(progressInterval)
-		}
-		if op := currentOperator; op != nil {
-			if exited, state := op.exitState(); exited {
-				t.Fatalf("waiting for %s: the operator exited (%s); last seen: %s", what, state, seen)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last seen:\n%s", timeout, what, seen)
-		}
-		time.Sleep(pollInterval)
+// poll is how the tests wait; a wait ends early when the operator process
+// has died, since nothing would change any more.
+var poll = harness.Poller{Every: pollInterval, Abort: func() string {
+	if op := currentOperator; op != nil && !op.Alive() {
+		return "the operator exited (" + op.Status() + ")"
 	}
-}
+	return ""
+}}
 
 // table is kubectl's default (human-readable) output split into cells.
 type table struct {

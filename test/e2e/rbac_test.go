@@ -3,7 +3,7 @@ package e2e
 import (
 	"testing"
 
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // tenantNamespace is where the tenants of the access matrix hold their
@@ -16,7 +16,7 @@ const tenantNamespace = "team"
 // namespace only; tenants with the Kubeflow edit and view roles everything
 // on their jobs but their status.
 func checkAccess(t *testing.T) {
-	operator := []testcluster.Access{
+	operator := []harness.Access{
 		{Verb: "create", Resource: "pods", Namespace: jobNamespace, Allowed: true},
 		{Verb: "patch", Resource: "pods", Namespace: jobNamespace, Allowed: true},
 		{Verb: "delete", Resource: "pods", Namespace: jobNamespace, Allowed: true},
@@ -36,14 +36,14 @@ func checkAccess(t *testing.T) {
 		{Verb: "delete", Resource: "roles.rbac.authorization.k8s.io", Namespace: jobNamespace},
 		{Verb: "create", Resource: "events.events.k8s.io", Namespace: jobNamespace},
 	}
-	check(t, testcluster.ServiceAccount(operatorNamespace, "mpi-operator"), operator)
+	check(t, harness.ServiceAccount(operatorNamespace, "mpi-operator"), operator)
 
 	mustKubectl(t, "create", "namespace", tenantNamespace)
 	mustKubectl(t, "create", "rolebinding", "editor", "--clusterrole=kubeflow-mpijobs-edit", "--user=editor", "-n", tenantNamespace)
 	mustKubectl(t, "create", "rolebinding", "admin", "--clusterrole=kubeflow-mpijobs-admin", "--user=admin", "-n", tenantNamespace)
 	mustKubectl(t, "create", "rolebinding", "viewer", "--clusterrole=kubeflow-mpijobs-view", "--user=viewer", "-n", tenantNamespace)
-	writer := func(allowed bool) []testcluster.Access {
-		return []testcluster.Access{
+	writer := func(allowed bool) []harness.Access {
+		return []harness.Access{
 			{Verb: "create", Resource: "mpijobs.kubeflow.org", Namespace: tenantNamespace, Allowed: allowed},
 			{Verb: "patch", Resource: "mpijobs.kubeflow.org", Namespace: tenantNamespace, Allowed: allowed},
 			{Verb: "update", Resource: "mpijobs.kubeflow.org/scale", Namespace: tenantNamespace, Allowed: allowed},
@@ -54,12 +54,12 @@ func checkAccess(t *testing.T) {
 			{Verb: "create", Resource: "mpijobs.kubeflow.org", Namespace: jobNamespace},
 		}
 	}
-	check(t, testcluster.User("editor"), writer(true))
-	check(t, testcluster.User("admin"), writer(true))
-	check(t, testcluster.User("viewer"), writer(false))
+	check(t, harness.User("editor"), writer(true))
+	check(t, harness.User("admin"), writer(true))
+	check(t, harness.User("viewer"), writer(false))
 }
 
-func check(t *testing.T, who testcluster.Subject, cells []testcluster.Access) {
+func check(t *testing.T, who harness.Subject, cells []harness.Access) {
 	t.Helper()
-	testcluster.ExpectAccess(t, env.kubeconfig, who, cells)
+	harness.ExpectAccess(t, env.Kubeconfig, who, cells)
 }

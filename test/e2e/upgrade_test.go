@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/kubeflow/mpi-operator/test/harness"
 	"github.com/kubeflow/mpi-operator/test/upstream"
 )
 
@@ -73,7 +74,7 @@ func upgradeFromDeployV1(t *testing.T) {
 
 	// Adopted: the running launcher is told of its hosts, and the status
 	// gains the scale selector.
-	waitFor(t, settleTimeout, "the operator to adopt the job", func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "the operator to adopt the job", func() (bool, string) {
 		var launcher corev1.Pod
 		if err := getJSON([]string{"pod", name + "-launcher", "-n", ns}, &launcher); err != nil {
 			return false, err.Error()
@@ -93,7 +94,7 @@ func upgradeFromDeployV1(t *testing.T) {
 	// The adopted job is this operator's: it grows, with exec granted to the
 	// new worker, and keeps its first pods.
 	mustKubectl(t, "scale", "mpijob/"+name, "-n", ns, "--replicas=3")
-	waitFor(t, settleTimeout, "the adopted job to list a third worker", func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "the adopted job to list a third worker", func() (bool, string) {
 		script := strings.TrimSpace(mustKubectl(t, "get", "configmap", name+"-config", "-n", ns,
 			"-o", `jsonpath={.data.discover_hosts\.sh}`))
 		return len(discoveredHosts(script)) == 3, script
@@ -118,13 +119,13 @@ func upgradeFromDeployV1(t *testing.T) {
 		"-alsologtostderr", "--gpus-per-node", "8", "-threadiness", "2",
 		"--kubectl-delivery-image", "mpioperator/kubectl-delivery:latest", "--lock-namespace", "mpi-operator")
 	mustKubectl(t, "scale", "mpijob/"+name, "-n", ns, "--replicas=2")
-	waitFor(t, settleTimeout, "the job to take its third worker out of the script", func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "the job to take its third worker out of the script", func() (bool, string) {
 		script := strings.TrimSpace(mustKubectl(t, "get", "configmap", name+"-config", "-n", ns,
 			"-o", `jsonpath={.data.discover_hosts\.sh}`))
 		return len(discoveredHosts(script)) == 2, script
 	})
-	if lines := op.logLines("Flag --gpus-per-node has been deprecated"); len(lines) != 1 {
-		t.Errorf("the log %s does not warn once of --gpus-per-node: %q", op.logPath, lines)
+	if lines := logLines(op, "Flag --gpus-per-node has been deprecated"); len(lines) != 1 {
+		t.Errorf("the log %s does not warn once of --gpus-per-node: %q", op.LogPath, lines)
 	}
 	stopUpgradeOperator(t, op)
 }
@@ -152,7 +153,7 @@ func upgradeFromKustomize(t *testing.T) {
 	// Upstream's arguments, with $(lock-namespace) as its ConfigMap gives it.
 	op := startUpstreamArgs(t, "kubeflow", "upgrade-kustomize.log", "-alsologtostderr", "--lock-namespace", "kubeflow")
 
-	waitFor(t, settleTimeout, "a Warning event that the v2beta1 job is left alone", func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "a Warning event that the v2beta1 job is left alone", func() (bool, string) {
 		out := mustKubectl(t, "get", "events", "-n", upgradeNS, "--field-selector", "reason=UnsupportedAPIVersion",
 			"-o", "jsonpath={range .items[*]}{.type} {.message}{\"\\n\"}{end}")
 		return strings.Contains(out, "Warning MPIJob "+upgradeNS+"/"+name+" was written through kubeflow.org/v2beta1"), out
@@ -231,7 +232,7 @@ func resetCluster(t *testing.T) {
 // serves the given version of it.
 func waitServed(t *testing.T, version string) {
 	t.Helper()
-	waitFor(t, settleTimeout, "the API server to serve mpijobs."+version+".kubeflow.org", func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "the API server to serve mpijobs."+version+".kubeflow.org", func() (bool, string) {
 		r := kubectl("get", "mpijobs."+version+".kubeflow.org", "-A")
 		return r.ok(), r.String()
 	})
@@ -241,7 +242,7 @@ func waitServed(t *testing.T, version string) {
 // ServiceAccount: a pod created before it exists is refused.
 func waitDefaultServiceAccount(t *testing.T, ns string) {
 	t.Helper()
-	waitFor(t, settleTimeout, "the default ServiceAccount of "+ns, func() (bool, string) {
+	harness.Eventually(t, poll, settleTimeout, "the default ServiceAccount of "+ns, func() (bool, string) {
 		r := kubectl("get", "serviceaccount", "default", "-n", ns)
 		return r.ok(), r.String()
 	})
@@ -418,7 +419,7 @@ func createUpstreamV2Job(t *testing.T, ns, name, service string) {
 	// kwok completes the pods of batch Jobs at once (its pod-complete
 	// stage), so the launcher Job finishes; what is compared later must not
 	// be moving any more.
-	waitFor(t, jobRunningTimeout, "the workers to run and the launcher Job to complete", func() (bool, string) {
+	harness.Eventually(t, poll, jobRunningTimeout, "the workers to run and the launcher Job to complete", func() (bool, string) {
 		var list corev1.PodList
 		if err := getJSON([]string{"pods", "-n", ns, "-l", "training.kubeflow.org/job-role=worker"}, &list); err != nil {
 			return false, err.Error()
@@ -439,7 +440,7 @@ func createUpstreamV2Job(t *testing.T, ns, name, service string) {
 // selector, all Running.
 func waitPodsRunning(t *testing.T, ns, selector string, n int) {
 	t.Helper()
-	waitFor(t, jobRunningTimeout, fmt.Sprintf("%d Running pods %s in %s", n, selector, ns), func() (bool, string) {
+	harness.Eventually(t, poll, jobRunningTimeout, fmt.Sprintf("%d Running pods %s in %s", n, selector, ns), func() (bool, string) {
 		var list corev1.PodList
 		if err := getJSON([]string{"pods", "-n", ns, "-l", selector}, &list); err != nil {
 			return false, err.Error()
@@ -553,36 +554,30 @@ func checkV2Fields(t *testing.T, ns, name string) {
 // startUpstreamArgs runs the operator binary with exactly the arguments of
 // an upstream manifest; the ServiceAccount mpi-operator of ns gives it its
 // identity through KUBECONFIG, as the in-cluster configuration would.
-func startUpstreamArgs(t *testing.T, ns, logName string, args ...string) *operatorProc {
+func startUpstreamArgs(t *testing.T, ns, logName string, args ...string) *harness.Operator {
 	t.Helper()
-	kubeconfig := operatorKubeconfig(t, ns)
-	logPath := filepath.Join(env.localDir, logName)
-	_ = os.Remove(logPath)
-	op, err := runOperator(logPath, args, []string{"KUBECONFIG=" + kubeconfig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	currentOperator = op
+	op := runOperator(t, harness.OperatorConfig{Kubeconfig: operatorKubeconfig(t, ns),
+		LogPath: filepath.Join(env.Dir, logName), Args: args, ExactArgs: true})
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("last lines of the operator log %s:\n%s", op.logPath, op.logTail(60))
+			t.Logf("last lines of the operator log %s:\n%s", op.LogPath, harness.Tail(op.LogPath, 60))
 		}
-		op.kill()
+		op.Terminate(10 * time.Second)
 		currentOperator = nil
 	})
-	t.Logf("operator started with upstream's arguments %q: pid %d, log %s", args, op.cmd.Process.Pid, logPath)
+	t.Logf("operator started with upstream's arguments %q: pid %d, log %s", args, op.PID, op.LogPath)
 	return op
 }
 
 // stopUpgradeOperator stops the operator gracefully and fails on any error
 // it logged.
-func stopUpgradeOperator(t *testing.T, op *operatorProc) {
+func stopUpgradeOperator(t *testing.T, op *harness.Operator) {
 	t.Helper()
-	if code, _, err := op.stop(operatorStopLimit); err != nil || code != 0 {
-		t.Errorf("stopping the operator: exit code %d, %v", code, err)
+	if code, took := op.Terminate(operatorStopLimit); code != 0 {
+		t.Errorf("stopping the operator: exit code %d after %s (-1: killed)", code, took)
 	}
 	currentOperator = nil
-	if lines := op.errorLines(); len(lines) > 0 {
-		t.Errorf("the operator log %s shows errors:\n%s", op.logPath, strings.Join(lines, "\n"))
+	if lines := errorLines(op); len(lines) > 0 {
+		t.Errorf("the operator log %s shows errors:\n%s", op.LogPath, strings.Join(lines, "\n"))
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/kubeflow/mpi-operator/pkg/controller"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // legacyMPIJobs is a version that earlier releases of the CRD served with
@@ -35,8 +35,8 @@ var legacyMPIJobs = schema.GroupVersionResource{Group: "kubeflow.org", Version: 
 // the same way, and is taken up again once it is fixed.
 func TestUndecodableJobsAreSkipped(t *testing.T) {
 	ctx := context.Background()
-	tenant, other := newNamespace(t), newNamespace(t)
-	dyn, err := dynamic.NewForConfig(env.config)
+	tenant, other := env.Namespace(t), env.Namespace(t)
+	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func legacyJob(ns, name string) *unstructured.Unstructured {
 // serves it.
 func createThroughLegacy(t *testing.T, legacy dynamic.NamespaceableResourceInterface, job *unstructured.Unstructured) {
 	t.Helper()
-	waitFor(t, "a create through v2beta1", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "a create through v2beta1", func() (bool, error) {
 		_, err := legacy.Namespace(job.GetNamespace()).Create(context.Background(), job, metav1.CreateOptions{})
 		return err == nil, ignoreNotFound(err)
 	})
@@ -137,10 +137,10 @@ func createThroughLegacy(t *testing.T, legacy dynamic.NamespaceableResourceInter
 // waits until the API server takes a create through it.
 func serveLegacyVersion(t *testing.T, legacy dynamic.NamespaceableResourceInterface, ns string) {
 	t.Helper()
-	if err := testcluster.ServeLoosely(kubectl, "mpijobs.kubeflow.org", legacyMPIJobs.Version); err != nil {
+	if err := harness.ServeLoosely(kubectl, "mpijobs.kubeflow.org", legacyMPIJobs.Version); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "v2beta1 served with a schema that keeps anything", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "v2beta1 served with a schema that keeps anything", func() (bool, error) {
 		_, err := legacy.Namespace(ns).Create(context.Background(), legacyJob(ns, "probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil, nil
 	})
@@ -151,7 +151,7 @@ func serveLegacyVersion(t *testing.T, legacy dynamic.NamespaceableResourceInterf
 func patchSlots(t *testing.T, r dynamic.NamespaceableResourceInterface, ns, name, value string) {
 	t.Helper()
 	patch := []byte(`{"spec":{"slotsPerWorker":` + value + `}}`)
-	if err := testcluster.PatchWhenServed(context.Background(), r.Namespace(ns), name, patch); err != nil {
+	if err := harness.PatchWhenServed(context.Background(), r.Namespace(ns), name, patch); err != nil {
 		t.Fatalf("patching slotsPerWorker of %s: %v", name, err)
 	}
 }
@@ -173,7 +173,7 @@ func checkPoisonRefused(t *testing.T, dyn dynamic.Interface, ns string) {
 		gvr := schema.GroupVersionResource{Group: "kubeflow.org", Version: version, Resource: "mpijobs"}
 		job := legacyJob(ns, "refused-"+version)
 		job.SetAPIVersion(gvr.GroupVersion().String())
-		waitFor(t, "a create through "+version+" refused as read-only", func() (bool, error) {
+		harness.Eventually(t, poll, waitTimeout, "a create through "+version+" refused as read-only", func() (bool, error) {
 			_, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, job, metav1.CreateOptions{})
 			return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "read-only"), nil
 		})
@@ -194,7 +194,7 @@ func checkPoisonRefused(t *testing.T, dyn dynamic.Interface, ns string) {
 // field.
 func checkEventNames(t *testing.T, ns, name, field string) {
 	t.Helper()
-	events, err := env.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+	events, err := env.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
 		FieldSelector: "involvedObject.kind=MPIJob,involvedObject.name=" + name + ",reason=" + tolerant.ReasonUndecodable,
 	})
 	if err != nil {

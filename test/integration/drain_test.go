@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeflow/mpi-operator/pkg/controller"
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // TestDrainCountsFromTheUnlistingWrite: while an admission policy refuses
@@ -26,11 +26,11 @@ func TestDrainCountsFromTheUnlistingWrite(t *testing.T) {
 		drain = 5 * time.Second
 		hold  = 8 * time.Second // longer than drain
 	)
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	stop := startController(t, controller.Config{Namespace: ns, RefreshLauncher: true})
 	createJob(t, elasticJob(ns, "shrink", 4, 1, 4, int32(drain/time.Second)))
 	waitForHosts(t, ns, "shrink", hostsOf("shrink", 0, 1, 2, 3)...)
-	rec, err := testcluster.RecordDrain(context.Background(), env.kube, ns, "shrink-config", "mpi-job-role=worker,mpi-job-name=shrink")
+	rec, err := harness.RecordDrain(context.Background(), env.Kube, ns, "shrink-config", "mpi-job-role=worker,mpi-job-name=shrink")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +39,12 @@ func TestDrainCountsFromTheUnlistingWrite(t *testing.T) {
 	allow := refuseUpdates(t, "hold-files-"+ns, ns, admissionv1.Rule{
 		APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"},
 	}, "object.metadata.name != 'shrink-config'", "the files are held")
-	waitFor(t, "the API server to refuse writes of shrink-config", func() (bool, error) {
-		cm, err := env.kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "shrink-config", metav1.GetOptions{})
+	harness.Eventually(t, poll, waitTimeout, "the API server to refuse writes of shrink-config", func() (bool, error) {
+		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "shrink-config", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		_, err = env.kube.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err = env.Kube.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "the files are held"), nil
 	})
 	scaleWorkers(t, ns, "shrink", 2)
@@ -60,7 +60,7 @@ func TestDrainCountsFromTheUnlistingWrite(t *testing.T) {
 	allow()
 	startController(t, controller.Config{Namespace: ns, RefreshLauncher: true})
 	waitForHosts(t, ns, "shrink", hostsOf("shrink", 0, 1)...)
-	waitFor(t, "the victims deleted", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the victims deleted", func() (bool, error) {
 		return slices.Equal(workerPods(t, ns, "shrink"), namesOf("shrink", 0, 1)), nil
 	})
 

@@ -20,6 +20,7 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/controller"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 func elasticJob(ns, name string, workers, minR, maxR, drain int32) *kubeflow.MPIJob {
@@ -51,7 +52,7 @@ func namesOf(job string, indices ...int) []string {
 func patchWorkers(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"spec":{"mpiReplicaSpecs":{"Worker":{"replicas":%d}}}}`, replicas)
-	_, err := env.mpi.KubeflowV1().MPIJobs(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := env.MPI.KubeflowV1().MPIJobs(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatalf("patching replicas of %s: %v", name, err)
 	}
@@ -62,7 +63,7 @@ func patchWorkers(t *testing.T, ns, name string, replicas int32) {
 func checkNoDeletionWhileListed(t *testing.T, ns, job string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := env.kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "mpi-job-role=worker,mpi-job-name=" + job})
+	w, err := env.Kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "mpi-job-role=worker,mpi-job-name=" + job})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func checkNoDeletionWhileListed(t *testing.T, ns, job string) {
 // spec. The launcher may exec into the new workers before they exist: a
 // quota holds their creation back while that is checked.
 func TestElasticGrowth(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, RefreshLauncher: true})
 	createJob(t, elasticJob(ns, "grow", 2, 1, 4, 2))
 	waitForHosts(t, ns, "grow", hostsOf("grow", 0, 1)...)
@@ -108,11 +109,11 @@ func TestElasticGrowth(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "hold"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("3")}},
 	}
-	if _, err := env.kube.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the quota to count the pods", func() (bool, error) {
-		q, err := env.kube.CoreV1().ResourceQuotas(ns).Get(ctx, "hold", metav1.GetOptions{})
+	harness.Eventually(t, poll, waitTimeout, "the quota to count the pods", func() (bool, error) {
+		q, err := env.Kube.CoreV1().ResourceQuotas(ns).Get(ctx, "hold", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -125,7 +126,7 @@ func TestElasticGrowth(t *testing.T) {
 	if got := workerPods(t, ns, "grow"); !slices.Equal(got, namesOf("grow", 0, 1)) {
 		t.Fatalf("workers %v exist already; the quota should hold them back", got)
 	}
-	cm, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "grow-config", metav1.GetOptions{})
+	cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "grow-config", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,21 +136,21 @@ func TestElasticGrowth(t *testing.T) {
 		t.Errorf("hostfile %q while the new workers are held back, want %q", cm.Data["hostfile"], want)
 	}
 
-	if err := env.kube.CoreV1().ResourceQuotas(ns).Delete(ctx, "hold", metav1.DeleteOptions{}); err != nil {
+	if err := env.Kube.CoreV1().ResourceQuotas(ns).Delete(ctx, "hold", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitForHosts(t, ns, "grow", hostsOf("grow", 0, 1, 2, 3)...)
-	cm, err = env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "grow-config", metav1.GetOptions{})
+	cm, err = env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "grow-config", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "grow-worker-0 slots=1\ngrow-worker-1 slots=1\ngrow-worker-2 slots=1\ngrow-worker-3 slots=1\n"; cm.Data["hostfile"] != want {
 		t.Errorf("hostfile %q once the new workers are listed, want %q", cm.Data["hostfile"], want)
 	}
-	waitFor(t, "the launcher to be told of the new hosts", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the launcher to be told of the new hosts", func() (bool, error) {
 		return launcherHostsHash(t, ns, "grow") != hashBefore, nil
 	})
-	waitFor(t, "the resize to settle", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the resize to settle", func() (bool, error) {
 		job := getJob(t, ns, "grow")
 		return condition(job, "Resizing") == nil && condition(job, common.JobRunning) != nil, nil
 	})
@@ -158,7 +159,7 @@ func TestElasticGrowth(t *testing.T) {
 
 func launcherHostsHash(t *testing.T, ns, job string) string {
 	t.Helper()
-	p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), job+"-launcher", metav1.GetOptions{})
+	p, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), job+"-launcher", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func launcherHostsHash(t *testing.T, ns, job string) string {
 // subresource: the victims leave discover_hosts.sh at once, their pods stay
 // for the drain period, and the Role then allows exec on one worker only.
 func TestElasticShrinkDrainsFirst(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, RefreshLauncher: true})
 	createJob(t, elasticJob(ns, "shrink", 4, 1, 4, 3))
 	waitForHosts(t, ns, "shrink", hostsOf("shrink", 0, 1, 2, 3)...)
@@ -181,19 +182,19 @@ func TestElasticShrinkDrainsFirst(t *testing.T) {
 	if got := workerPods(t, ns, "shrink"); len(got) != 4 {
 		t.Errorf("workers right after the shrink: %v, want all 4 draining", got)
 	}
-	waitFor(t, "a Resizing condition while the victims drain", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "a Resizing condition while the victims drain", func() (bool, error) {
 		c := condition(getJob(t, ns, "shrink"), "Resizing")
 		return c != nil && c.Status == corev1.ConditionTrue && len(workerPods(t, ns, "shrink")) == 4, nil
 	})
-	waitFor(t, "the drained workers to go", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the drained workers to go", func() (bool, error) {
 		return slices.Equal(workerPods(t, ns, "shrink"), namesOf("shrink", 0)), nil
 	})
-	waitFor(t, "the Resizing condition to clear", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the Resizing condition to clear", func() (bool, error) {
 		return condition(getJob(t, ns, "shrink"), "Resizing") == nil, nil
 	})
 	waitForExec(t, ns, "shrink", namesOf("shrink", 0, 1, 2, 3), namesOf("shrink", 0))
 	waitForEvents(t, ns, "shrink", "Normal/WorkersDraining")
-	scale, err := env.mpi.KubeflowV1().MPIJobs(ns).GetScale(context.Background(), "shrink", metav1.GetOptions{})
+	scale, err := env.MPI.KubeflowV1().MPIJobs(ns).GetScale(context.Background(), "shrink", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestElasticShrinkDrainsFirst(t *testing.T) {
 // Running one, whatever its deletion cost, and among Running workers the
 // lowest pod-deletion-cost goes first.
 func TestNamedScaleIn(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, elasticJob(ns, "named", 3, 1, 8, 1))
 	waitForHosts(t, ns, "named", hostsOf("named", 0, 1, 2)...)
@@ -216,7 +217,7 @@ func TestNamedScaleIn(t *testing.T) {
 	setDeletionCost(t, ns, "named-worker-0", "-100")
 	scaleWorkers(t, ns, "named", 2)
 	waitForHosts(t, ns, "named", hostsOf("named", 1, 2)...)
-	waitFor(t, "worker 0 to go", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "worker 0 to go", func() (bool, error) {
 		return slices.Equal(workerPods(t, ns, "named"), namesOf("named", 1, 2)), nil
 	})
 
@@ -224,7 +225,7 @@ func TestNamedScaleIn(t *testing.T) {
 	// deletion cost it is the first to go.
 	cordonNodes(t)
 	scaleWorkers(t, ns, "named", 3)
-	waitFor(t, "a third worker", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "a third worker", func() (bool, error) {
 		return len(workerPods(t, ns, "named")) == 3, nil
 	})
 	pending := workerPods(t, ns, "named")[2]
@@ -233,7 +234,7 @@ func TestNamedScaleIn(t *testing.T) {
 	}
 	setDeletionCost(t, ns, pending, "1000")
 	scaleWorkers(t, ns, "named", 2)
-	waitFor(t, "the Pending worker to go", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the Pending worker to go", func() (bool, error) {
 		return slices.Equal(workerPods(t, ns, "named"), namesOf("named", 1, 2)), nil
 	})
 	if got := discoveredHosts(t, ns, "named"); !slices.Equal(got, hostsOf("named", 1, 2)) {
@@ -244,7 +245,7 @@ func TestNamedScaleIn(t *testing.T) {
 func setDeletionCost(t *testing.T, ns, pod, cost string) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{"controller.kubernetes.io/pod-deletion-cost":%q}}}`, cost)
-	if _, err := env.kube.CoreV1().Pods(ns).Patch(context.Background(), pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().Pods(ns).Patch(context.Background(), pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -253,13 +254,13 @@ func setDeletionCost(t *testing.T, ns, pod, cost string) {
 func cordonNodes(t *testing.T) {
 	t.Helper()
 	set := func(v bool) error {
-		nodes, err := env.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+		nodes, err := env.Kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
 		for _, n := range nodes.Items {
 			patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, v)
-			if _, err := env.kube.CoreV1().Nodes().Patch(context.Background(), n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			if _, err := env.Kube.CoreV1().Nodes().Patch(context.Background(), n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 				return err
 			}
 		}
@@ -279,7 +280,7 @@ func cordonNodes(t *testing.T) {
 // is replaced under a name the job never used, the job keeps running, and
 // once it stays below minReplicas longer than allowed it fails.
 func TestElasticWorkerFailure(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	job := elasticJob(ns, "ft", 2, 2, 4, 1)
 	job.Spec.ElasticPolicy.MinReplicasTimeoutSeconds = ptr[int32](3)
@@ -295,7 +296,7 @@ func TestElasticWorkerFailure(t *testing.T) {
 		t.Fatalf("an elastic job failed on one evicted worker: %+v", c)
 	}
 	waitForEvents(t, ns, "ft", "Warning/WorkerReplaced")
-	p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), "ft-worker-1", metav1.GetOptions{})
+	p, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), "ft-worker-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,21 +319,21 @@ func TestElasticWorkerFailure(t *testing.T) {
 // TestElasticBoundsAreRejected: the API server refuses elastic bounds that
 // contradict each other, and a scale outside them, naming the field.
 func TestElasticBoundsAreRejected(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	ctx := context.Background()
 	bad := elasticJob(ns, "bad", 2, 3, 2, 1)
-	_, err := env.mpi.KubeflowV1().MPIJobs(ns).Create(ctx, bad, metav1.CreateOptions{})
+	_, err := env.MPI.KubeflowV1().MPIJobs(ns).Create(ctx, bad, metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "spec.elasticPolicy.minReplicas") {
 		t.Errorf("min > max: error %v, want one naming spec.elasticPolicy.minReplicas", err)
 	}
 	outside := elasticJob(ns, "outside", 5, 1, 4, 1)
-	_, err = env.mpi.KubeflowV1().MPIJobs(ns).Create(ctx, outside, metav1.CreateOptions{})
+	_, err = env.MPI.KubeflowV1().MPIJobs(ns).Create(ctx, outside, metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "spec.elasticPolicy.maxReplicas") {
 		t.Errorf("replicas > max: error %v, want one naming spec.elasticPolicy.maxReplicas", err)
 	}
 
 	createJob(t, elasticJob(ns, "ok", 2, 2, 4, 1))
-	jobs := env.mpi.KubeflowV1().MPIJobs(ns)
+	jobs := env.MPI.KubeflowV1().MPIJobs(ns)
 	for replicas, field := range map[int32]string{5: "spec.elasticPolicy.maxReplicas", 1: "spec.elasticPolicy.minReplicas"} {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			scale, err := jobs.GetScale(ctx, "ok", metav1.GetOptions{})
@@ -354,7 +355,7 @@ func TestElasticBoundsAreRejected(t *testing.T) {
 // reason, and a shrink still takes the victim out of discover_hosts.sh
 // before deleting it.
 func TestFixedJobKeepsUpstreamBehaviour(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "fixed", 3))
 	waitForHosts(t, ns, "fixed", hostsOf("fixed", 0, 1, 2)...)
@@ -381,7 +382,7 @@ func TestFixedJobKeepsUpstreamBehaviour(t *testing.T) {
 // execNames are the workers the launcher Role of job lets it exec into.
 func execNames(t *testing.T, ns, job string) []string {
 	t.Helper()
-	role, err := env.kube.RbacV1().Roles(ns).Get(context.Background(), job+"-launcher", metav1.GetOptions{})
+	role, err := env.Kube.RbacV1().Roles(ns).Get(context.Background(), job+"-launcher", metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
@@ -400,7 +401,7 @@ func execNames(t *testing.T, ns, job string) []string {
 // workers and no more than 4 worker pods live at once; once the victims
 // are deleted, the 3 new workers come, and the condition goes.
 func TestFlappingJobHeldAtItsBound(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, MaxWorkerPods: 4})
 	createJob(t, elasticJob(ns, "flap", 4, 1, 4, 5))
 	for _, w := range namesOf("flap", 0, 1, 2, 3) {
@@ -428,7 +429,7 @@ func TestFlappingJobHeldAtItsBound(t *testing.T) {
 	defer func() { cancel(); sampling.Wait() }()
 
 	patchWorkers(t, ns, "flap", 1)
-	waitFor(t, "discover_hosts.sh to list one worker and its 3 victims to drain", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "discover_hosts.sh to list one worker and its 3 victims to drain", func() (bool, error) {
 		return len(discoveredHosts(t, ns, "flap")) == 1 && drainingWorkers(t, ns, "flap") == 3, nil
 	})
 	patchWorkers(t, ns, "flap", 4)
@@ -436,10 +437,10 @@ func TestFlappingJobHeldAtItsBound(t *testing.T) {
 	// already: one not marked yet is simply kept.
 	waitForBlocked(t, ns, "flap", "WorkersAtBound", "the most it may have at once (4)", "more are created as draining workers go")
 
-	waitFor(t, "4 Running workers listed after the victims went", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "4 Running workers listed after the victims went", func() (bool, error) {
 		return len(discoveredHosts(t, ns, "flap")) == 4 && len(workerPods(t, ns, "flap")) == 4, nil
 	})
-	waitFor(t, "the Blocked condition to go", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the Blocked condition to go", func() (bool, error) {
 		c := condition(getJob(t, ns, "flap"), conditionBlocked)
 		return c == nil || c.Status != corev1.ConditionTrue, nil
 	})
@@ -454,7 +455,7 @@ func TestFlappingJobHeldAtItsBound(t *testing.T) {
 // drainingWorkers counts the job's workers marked draining.
 func drainingWorkers(t *testing.T, ns, job string) int {
 	t.Helper()
-	pods, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
+	pods, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
 		LabelSelector: "mpi-job-role=worker,mpi-job-name=" + job,
 	})
 	if err != nil {

@@ -14,8 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -27,6 +25,7 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
 	"github.com/kubeflow/mpi-operator/pkg/controller"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 const (
@@ -35,36 +34,12 @@ const (
 	pollEvery   = 20 * time.Millisecond
 )
 
-// newNamespace creates a namespace for one test and deletes it afterwards.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = strings.Trim(name, "-") + "-" + rand.String(5)
-	ctx := context.Background()
-	_, err := env.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = env.kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	// Pods are refused until the namespace's default ServiceAccount exists.
-	waitFor(t, "the default ServiceAccount of "+name, func() (bool, error) {
-		_, err := env.kube.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, ignoreNotFound(err)
-	})
-	return name
-}
-
 // startController runs the controller in-process until the test ends, or
 // until the returned function stops it. An empty cfg.Namespace watches
 // every namespace.
 func startController(t *testing.T, cfg controller.Config) (stop func()) {
 	t.Helper()
-	return startControllerWith(t, cfg, env.config)
+	return startControllerWith(t, cfg, env.Config)
 }
 
 // startControllerWith runs the controller with clients of restConfig, so
@@ -144,7 +119,7 @@ func newJob(ns, name string, workers int32) *kubeflow.MPIJob {
 
 func createJob(t *testing.T, job *kubeflow.MPIJob) *kubeflow.MPIJob {
 	t.Helper()
-	created, err := env.mpi.KubeflowV1().MPIJobs(job.Namespace).Create(context.Background(), job, metav1.CreateOptions{})
+	created, err := env.MPI.KubeflowV1().MPIJobs(job.Namespace).Create(context.Background(), job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating MPIJob: %v", err)
 	}
@@ -153,21 +128,11 @@ func createJob(t *testing.T, job *kubeflow.MPIJob) *kubeflow.MPIJob {
 
 func getJob(t *testing.T, ns, name string) *kubeflow.MPIJob {
 	t.Helper()
-	job, err := env.mpi.KubeflowV1().MPIJobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+	job, err := env.MPI.KubeflowV1().MPIJobs(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("getting MPIJob: %v", err)
 	}
 	return job
-}
-
-// waitFor polls cond until it holds, failing the test after waitTimeout.
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), pollEvery, waitTimeout, true,
-		func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 func ignoreNotFound(err error) error {
@@ -180,7 +145,7 @@ func ignoreNotFound(err error) error {
 // discoveredHosts returns the hosts discover_hosts.sh prints, in order.
 func discoveredHosts(t *testing.T, ns, job string) []string {
 	t.Helper()
-	cm, err := env.kube.CoreV1().ConfigMaps(ns).Get(context.Background(), job+"-config", metav1.GetOptions{})
+	cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), job+"-config", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -198,7 +163,7 @@ func discoveredHosts(t *testing.T, ns, job string) []string {
 
 func waitForHosts(t *testing.T, ns, job string, want ...string) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("discover_hosts.sh to list %v", want), func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("discover_hosts.sh to list %v", want), func() (bool, error) {
 		return slices.Equal(discoveredHosts(t, ns, job), want), nil
 	})
 }
@@ -207,7 +172,7 @@ func waitForHosts(t *testing.T, ns, job string, want ...string) {
 // deleted, sorted.
 func workerPods(t *testing.T, ns, job string) []string {
 	t.Helper()
-	pods, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
+	pods, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
 		LabelSelector: "mpi-job-role=worker,mpi-job-name=" + job,
 	})
 	if err != nil {
@@ -225,7 +190,7 @@ func workerPods(t *testing.T, ns, job string) []string {
 
 func podPhase(t *testing.T, ns, name string) corev1.PodPhase {
 	t.Helper()
-	p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	p, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return ""
 	}
@@ -237,7 +202,7 @@ func podPhase(t *testing.T, ns, name string) corev1.PodPhase {
 
 func waitForRunning(t *testing.T, ns, name string) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("pod %s to be Running", name), func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("pod %s to be Running", name), func() (bool, error) {
 		return podPhase(t, ns, name) == corev1.PodRunning, nil
 	})
 }
@@ -246,7 +211,7 @@ func waitForRunning(t *testing.T, ns, name string) {
 func finishPod(t *testing.T, ns, name string, phase corev1.PodPhase, exitCode int32, reason string) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := env.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("getting pod %s: %v", name, err)
 	}
@@ -265,7 +230,7 @@ func finishPod(t *testing.T, ns, name string, phase corev1.PodPhase, exitCode in
 			p.Status.Conditions[i].Status = corev1.ConditionFalse
 		}
 	}
-	if _, err := env.kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("finishing pod %s: %v", name, err)
 	}
 }
@@ -288,7 +253,7 @@ func canExecAs(t *testing.T, user, saNS, podNS, pod string) bool {
 			Namespace: podNS, Verb: "create", Resource: "pods", Subresource: "exec", Name: pod,
 		},
 	}}
-	res, err := env.kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
+	res, err := env.Kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("SubjectAccessReview: %v", err)
 	}
@@ -300,7 +265,7 @@ func canExecAs(t *testing.T, user, saNS, podNS, pod string) bool {
 // is written.
 func waitForExec(t *testing.T, ns, job string, candidates, allowed []string) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("exec allowed on exactly %v", allowed), func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("exec allowed on exactly %v", allowed), func() (bool, error) {
 		for _, c := range candidates {
 			if canExec(t, ns, job, c) != slices.Contains(allowed, c) {
 				return false, nil
@@ -322,7 +287,7 @@ func condition(job *kubeflow.MPIJob, ct common.JobConditionType) *common.JobCond
 func waitForCondition(t *testing.T, ns, name string, ct common.JobConditionType, reason string) *kubeflow.MPIJob {
 	t.Helper()
 	var job *kubeflow.MPIJob
-	waitFor(t, fmt.Sprintf("condition %s=True (%s)", ct, reason), func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("condition %s=True (%s)", ct, reason), func() (bool, error) {
 		job = getJob(t, ns, name)
 		c := condition(job, ct)
 		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == reason, nil
@@ -333,7 +298,7 @@ func waitForCondition(t *testing.T, ns, name string, ct common.JobConditionType,
 // eventReasons lists the reasons of the events about the named MPIJob.
 func eventReasons(t *testing.T, ns, name string) []string {
 	t.Helper()
-	events, err := env.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+	events, err := env.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
 		FieldSelector: "involvedObject.kind=MPIJob,involvedObject.name=" + name,
 	})
 	if err != nil {
@@ -348,7 +313,7 @@ func eventReasons(t *testing.T, ns, name string) []string {
 
 func waitForEvents(t *testing.T, ns, name string, want ...string) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("events %v", want), func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("events %v", want), func() (bool, error) {
 		got := eventReasons(t, ns, name)
 		for _, w := range want {
 			if !slices.Contains(got, w) {
@@ -366,7 +331,7 @@ func ptr[T any](v T) *T { return &v }
 func scaleWorkers(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
 	ctx := context.Background()
-	jobs := env.mpi.KubeflowV1().MPIJobs(ns)
+	jobs := env.MPI.KubeflowV1().MPIJobs(ns)
 	// The controller writes the status meanwhile; like kubectl, retry on a
 	// conflict with the latest version.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -388,7 +353,7 @@ func scaleWorkers(t *testing.T, ns, name string, replicas int32) {
 func updateJob(t *testing.T, ns, name string, change func(*kubeflow.MPIJob)) {
 	t.Helper()
 	ctx := context.Background()
-	jobs := env.mpi.KubeflowV1().MPIJobs(ns)
+	jobs := env.MPI.KubeflowV1().MPIJobs(ns)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		job, err := jobs.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

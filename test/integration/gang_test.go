@@ -15,6 +15,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/controller"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // podGroupCRD stands in for volcano's CRD: the same group, version, kind and
@@ -56,11 +57,11 @@ func installPodGroupCRD(dir string) error {
 // podGroupClient returns a volcano client once PodGroups can be listed.
 func podGroupClient(t *testing.T) volcanoclient.Interface {
 	t.Helper()
-	vc, err := volcanoclient.NewForConfig(env.config)
+	vc, err := volcanoclient.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatalf("volcano client: %v", err)
 	}
-	waitFor(t, "PodGroups to be served", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "PodGroups to be served", func() (bool, error) {
 		_, err := vc.SchedulingV1beta1().PodGroups("default").List(context.Background(), metav1.ListOptions{})
 		return err == nil, nil
 	})
@@ -75,7 +76,7 @@ func getPodGroup(vc volcanoclient.Interface, ns, name string) (*volcanov1beta1.P
 func waitForPodGroup(t *testing.T, vc volcanoclient.Interface, ns, name, what string, check func(*volcanov1beta1.PodGroup) bool) *volcanov1beta1.PodGroup {
 	t.Helper()
 	var pg *volcanov1beta1.PodGroup
-	waitFor(t, "PodGroup "+name+" "+what, func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "PodGroup "+name+" "+what, func() (bool, error) {
 		var err error
 		pg, err = getPodGroup(vc, ns, name)
 		if err != nil {
@@ -88,7 +89,7 @@ func waitForPodGroup(t *testing.T, vc volcanoclient.Interface, ns, name, what st
 
 func TestGangSchedulingElasticJobAsksForItsMinimum(t *testing.T) {
 	vc := podGroupClient(t)
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, GangSchedulerName: "volcano"})
 
 	job := newJob(ns, "gang", 3)
@@ -105,8 +106,8 @@ func TestGangSchedulingElasticJobAsksForItsMinimum(t *testing.T) {
 	// Every pod of the job goes to volcano, in the job's group; nothing
 	// schedules them here, so they stay Pending.
 	var pods []corev1.Pod
-	waitFor(t, "the launcher and 3 workers", func() (bool, error) {
-		list, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	harness.Eventually(t, poll, waitTimeout, "the launcher and 3 workers", func() (bool, error) {
+		list, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -122,8 +123,8 @@ func TestGangSchedulingElasticJobAsksForItsMinimum(t *testing.T) {
 
 	// Growing the job leaves the group at the job's minimum.
 	scaleWorkers(t, ns, "gang", 4)
-	waitFor(t, "a fifth pod", func() (bool, error) {
-		list, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	harness.Eventually(t, poll, waitTimeout, "a fifth pod", func() (bool, error) {
+		list, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(list.Items) == 5, err
 	})
 	if pg, err := getPodGroup(vc, ns, "gang"); err != nil || pg.Spec.MinMember != 3 {
@@ -131,10 +132,10 @@ func TestGangSchedulingElasticJobAsksForItsMinimum(t *testing.T) {
 	}
 
 	// The group goes with the job.
-	if err := env.mpi.KubeflowV1().MPIJobs(ns).Delete(context.Background(), "gang", metav1.DeleteOptions{}); err != nil {
+	if err := env.MPI.KubeflowV1().MPIJobs(ns).Delete(context.Background(), "gang", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the garbage collector to delete the PodGroup", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the garbage collector to delete the PodGroup", func() (bool, error) {
 		_, err := getPodGroup(vc, ns, "gang")
 		return err != nil && ignoreNotFound(err) == nil, ignoreNotFound(err)
 	})
@@ -142,7 +143,7 @@ func TestGangSchedulingElasticJobAsksForItsMinimum(t *testing.T) {
 
 func TestGangSchedulingFollowsSchedulingPolicyAndSize(t *testing.T) {
 	vc := podGroupClient(t)
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, GangSchedulerName: "volcano"})
 
 	// Without a scheduling policy a fixed job's group holds every pod, and
@@ -178,7 +179,7 @@ func TestGangSchedulingFollowsSchedulingPolicyAndSize(t *testing.T) {
 // finished and its pods are cleaned up, the group goes, as upstream did.
 func TestGangSchedulingKeepsWhatVolcanoSets(t *testing.T) {
 	vc := podGroupClient(t)
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, GangSchedulerName: "volcano"})
 	job := newJob(ns, "queued", 1)
 	running := common.CleanPodPolicyRunning
@@ -211,13 +212,13 @@ func TestGangSchedulingKeepsWhatVolcanoSets(t *testing.T) {
 		t.Errorf("PodGroup generation %d after one resize from %d: written without a change", got.Generation, set.Generation)
 	}
 
-	waitFor(t, "the launcher to be created", func() (bool, error) {
-		_, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), "queued-launcher", metav1.GetOptions{})
+	harness.Eventually(t, poll, waitTimeout, "the launcher to be created", func() (bool, error) {
+		_, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), "queued-launcher", metav1.GetOptions{})
 		return err == nil, ignoreNotFound(err)
 	})
 	finishPod(t, ns, "queued-launcher", corev1.PodSucceeded, 0, "")
 	waitForCondition(t, ns, "queued", common.JobSucceeded, "MPIJobSucceeded")
-	waitFor(t, "the finished job's PodGroup to go", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the finished job's PodGroup to go", func() (bool, error) {
 		_, err := getPodGroup(vc, ns, "queued")
 		return err != nil && ignoreNotFound(err) == nil, ignoreNotFound(err)
 	})

@@ -19,7 +19,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/controller"
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // schedulingGate holds the workers of a test Pending until the test lets
@@ -37,7 +37,7 @@ const schedulingGate = "example.com/hold"
 // ValidatingAdmissionPolicy), as a busy API server or a conflict would
 // delay it. The job's second worker turns Running in that window.
 func TestDeadlinePassedListsNoNewWorker(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, RefreshLauncher: true})
 	removeHold := holdJobFailures(t, ns)
 
@@ -108,7 +108,7 @@ func holdJobFailures(t *testing.T, ns string) func() {
 // called (or the test ends).
 func refuseUpdates(t *testing.T, name, ns string, rule admissionv1.Rule, expression, message string) func() {
 	t.Helper()
-	remove, err := testcluster.RefuseUpdates(context.Background(), env.kube, name, ns, rule, expression, message)
+	remove, err := harness.RefuseUpdates(context.Background(), env.Kube, name, ns, rule, expression, message)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func refuseUpdates(t *testing.T, name, ns string, rule admissionv1.Rule, express
 // controller wrote, or, when held is false, accepts it.
 func waitForFailuresHeld(t *testing.T, ns, name string, held bool) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("the API server to hold the job's failure: %v", held), func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("the API server to hold the job's failure: %v", held), func() (bool, error) {
 		job := getJob(t, ns, name)
 		if job.Status.StartTime == nil {
 			return false, nil // the controller has not written the status yet
@@ -134,7 +134,7 @@ func waitForFailuresHeld(t *testing.T, ns, name string, held bool) {
 		job.Status.Conditions = append(job.Status.Conditions, common.JobCondition{
 			Type: common.JobFailed, Status: corev1.ConditionTrue, Reason: "Probe", Message: "a dry run",
 		})
-		_, err := env.mpi.KubeflowV1().MPIJobs(ns).UpdateStatus(context.Background(), job, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := env.MPI.KubeflowV1().MPIJobs(ns).UpdateStatus(context.Background(), job, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
 		switch {
 		case apierrors.IsConflict(err):
 			return false, nil
@@ -151,8 +151,8 @@ func waitForFailuresHeld(t *testing.T, ns, name string, held bool) {
 func ungate(t *testing.T, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
-	pods := env.kube.CoreV1().Pods(ns)
-	waitFor(t, "pod "+name, func() (bool, error) {
+	pods := env.Kube.CoreV1().Pods(ns)
+	harness.Eventually(t, poll, waitTimeout, "pod "+name, func() (bool, error) {
 		_, err := pods.Get(ctx, name, metav1.GetOptions{})
 		return err == nil, ignoreNotFound(err)
 	})
@@ -175,7 +175,7 @@ func ungate(t *testing.T, ns, name string) {
 func watchListedHosts(t *testing.T, ns, job string) func() []string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := env.kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{
+	w, err := env.Kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", job+"-config").String(),
 	})
 	if err != nil {

@@ -14,13 +14,14 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/controller"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // TestJobLifecycle follows a job from creation to success: the children the
 // contract names, workers Running through the scheduler and kwok, the
 // discovery script, the conditions and events, and cleanPodPolicy.
 func TestJobLifecycle(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	job := newJob(ns, "pi", 2)
 	running := common.CleanPodPolicyRunning
@@ -30,7 +31,7 @@ func TestJobLifecycle(t *testing.T) {
 	ctx := context.Background()
 
 	waitForHosts(t, ns, "pi", "pi-worker-0:2", "pi-worker-1:2")
-	cm, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "pi-config", metav1.GetOptions{})
+	cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "pi-config", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +48,12 @@ func TestJobLifecycle(t *testing.T) {
 	}
 	checkOwner(t, &cm.ObjectMeta, created)
 
-	sa, err := env.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "pi-launcher", metav1.GetOptions{})
+	sa, err := env.Kube.CoreV1().ServiceAccounts(ns).Get(ctx, "pi-launcher", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkOwner(t, &sa.ObjectMeta, created)
-	role, err := env.kube.RbacV1().Roles(ns).Get(ctx, "pi-launcher", metav1.GetOptions{})
+	role, err := env.Kube.RbacV1().Roles(ns).Get(ctx, "pi-launcher", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,14 +65,14 @@ func TestJobLifecycle(t *testing.T) {
 	if diff := cmp.Diff(wantRules, role.Rules); diff != "" {
 		t.Errorf("Role rules (-want +got):\n%s", diff)
 	}
-	rb, err := env.kube.RbacV1().RoleBindings(ns).Get(ctx, "pi-launcher", metav1.GetOptions{})
+	rb, err := env.Kube.RbacV1().RoleBindings(ns).Get(ctx, "pi-launcher", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkOwner(t, &rb.ObjectMeta, created)
 
 	for _, name := range []string{"pi-worker-0", "pi-worker-1"} {
-		p, err := env.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +87,7 @@ func TestJobLifecycle(t *testing.T) {
 			t.Errorf("%s was not scheduled", name)
 		}
 	}
-	launcher, err := env.kube.CoreV1().Pods(ns).Get(ctx, "pi-launcher", metav1.GetOptions{})
+	launcher, err := env.Kube.CoreV1().Pods(ns).Get(ctx, "pi-launcher", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestJobLifecycle(t *testing.T) {
 		t.Errorf("launcher replica status %+v", got)
 	}
 	// cleanPodPolicy Running: the workers go, the finished launcher stays.
-	waitFor(t, "the workers to be deleted", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the workers to be deleted", func() (bool, error) {
 		return len(workerPods(t, ns, "pi")) == 0, nil
 	})
 	if podPhase(t, ns, "pi-launcher") != corev1.PodSucceeded {
@@ -132,7 +133,7 @@ func checkOwner(t *testing.T, meta *metav1.ObjectMeta, job *kubeflow.MPIJob) {
 // TestLauncherFailure fails the launcher of a job without restarts: the job
 // fails with the upstream reason and a Warning event.
 func TestLauncherFailure(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "fail", 1))
 	waitForRunning(t, ns, "fail-launcher")
@@ -147,14 +148,14 @@ func TestLauncherFailure(t *testing.T) {
 // TestDeleteGarbageCollectsChildren deletes an MPIJob and waits for the
 // garbage collector to remove every child through its owner reference.
 func TestDeleteGarbageCollectsChildren(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "gc", 2))
 	waitForHosts(t, ns, "gc", "gc-worker-0:1", "gc-worker-1:1")
 	waitForRunning(t, ns, "gc-launcher")
 
 	ctx := context.Background()
-	if err := env.mpi.KubeflowV1().MPIJobs(ns).Delete(ctx, "gc", metav1.DeleteOptions{}); err != nil {
+	if err := env.MPI.KubeflowV1().MPIJobs(ns).Delete(ctx, "gc", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	gone := func(get func() error) func() (bool, error) {
@@ -163,25 +164,25 @@ func TestDeleteGarbageCollectsChildren(t *testing.T) {
 			return apierrors.IsNotFound(err), ignoreNotFound(err)
 		}
 	}
-	waitFor(t, "the ConfigMap to go", gone(func() error {
-		_, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "gc-config", metav1.GetOptions{})
+	harness.Eventually(t, poll, waitTimeout, "the ConfigMap to go", gone(func() error {
+		_, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "gc-config", metav1.GetOptions{})
 		return err
 	}))
-	waitFor(t, "the ServiceAccount to go", gone(func() error {
-		_, err := env.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "gc-launcher", metav1.GetOptions{})
+	harness.Eventually(t, poll, waitTimeout, "the ServiceAccount to go", gone(func() error {
+		_, err := env.Kube.CoreV1().ServiceAccounts(ns).Get(ctx, "gc-launcher", metav1.GetOptions{})
 		return err
 	}))
-	waitFor(t, "the Role to go", gone(func() error {
-		_, err := env.kube.RbacV1().Roles(ns).Get(ctx, "gc-launcher", metav1.GetOptions{})
+	harness.Eventually(t, poll, waitTimeout, "the Role to go", gone(func() error {
+		_, err := env.Kube.RbacV1().Roles(ns).Get(ctx, "gc-launcher", metav1.GetOptions{})
 		return err
 	}))
-	waitFor(t, "the RoleBinding to go", gone(func() error {
-		_, err := env.kube.RbacV1().RoleBindings(ns).Get(ctx, "gc-launcher", metav1.GetOptions{})
+	harness.Eventually(t, poll, waitTimeout, "the RoleBinding to go", gone(func() error {
+		_, err := env.Kube.RbacV1().RoleBindings(ns).Get(ctx, "gc-launcher", metav1.GetOptions{})
 		return err
 	}))
 	for _, pod := range []string{"gc-launcher", "gc-worker-0", "gc-worker-1"} {
-		waitFor(t, "pod "+pod+" to go", gone(func() error {
-			_, err := env.kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		harness.Eventually(t, poll, waitTimeout, "pod "+pod+" to go", gone(func() error {
+			_, err := env.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 			return err
 		}))
 	}
@@ -190,7 +191,7 @@ func TestDeleteGarbageCollectsChildren(t *testing.T) {
 // TestLauncherExecPermissions asks the real RBAC authorizer what the
 // launcher's ServiceAccount may exec into: its own workers, nothing else.
 func TestLauncherExecPermissions(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "a", 2))
 	createJob(t, newJob(ns, "b", 1))
@@ -202,7 +203,7 @@ func TestLauncherExecPermissions(t *testing.T) {
 	waitForExec(t, ns, "b", candidates, []string{"b-worker-0"})
 
 	// In another namespace, the same pod names are out of reach.
-	other := newNamespace(t)
+	other := env.Namespace(t)
 	if canExecIn(t, ns, "a", other, "a-worker-0") {
 		t.Error("launcher a may exec into a pod of another namespace")
 	}
@@ -218,11 +219,11 @@ func canExecIn(t *testing.T, ns, job, podNS, pod string) bool {
 // TestZeroWorkersGrantNoExec: a job with no workers gets a Role without any
 // exec rule, so its launcher may exec into nothing.
 func TestZeroWorkersGrantNoExec(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "none", 0))
-	waitFor(t, "the Role", func() (bool, error) {
-		role, err := env.kube.RbacV1().Roles(ns).Get(context.Background(), "none-launcher", metav1.GetOptions{})
+	harness.Eventually(t, poll, waitTimeout, "the Role", func() (bool, error) {
+		role, err := env.Kube.RbacV1().Roles(ns).Get(context.Background(), "none-launcher", metav1.GetOptions{})
 		if err != nil {
 			return false, ignoreNotFound(err)
 		}
@@ -241,7 +242,7 @@ func TestZeroWorkersGrantNoExec(t *testing.T) {
 // TestSameNameInTwoNamespaces runs jobs of one name in two namespaces under
 // one controller that watches all namespaces: each sees only its workers.
 func TestSameNameInTwoNamespaces(t *testing.T) {
-	nsA, nsB := newNamespace(t), newNamespace(t)
+	nsA, nsB := env.Namespace(t), env.Namespace(t)
 	startController(t, controller.Config{})
 	createJob(t, newJob(nsA, "same", 2))
 	createJob(t, newJob(nsB, "same", 3))
@@ -267,7 +268,7 @@ func TestSameNameInTwoNamespaces(t *testing.T) {
 // templates (an Istio opt-out on nearly every Kubeflow job) pass a strict
 // create, are stored, and are carried to every pod.
 func TestTemplateMetadataReachesPods(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	job := newJob(ns, "meta", 2)
 	for rt, spec := range job.Spec.MPIReplicaSpecs {
@@ -275,7 +276,7 @@ func TestTemplateMetadataReachesPods(t *testing.T) {
 		spec.Template.Annotations = map[string]string{"sidecar.istio.io/inject": "false"}
 	}
 	// kubectl create --validate=strict sends the same field validation.
-	created, err := env.mpi.KubeflowV1().MPIJobs(ns).Create(context.Background(), job,
+	created, err := env.MPI.KubeflowV1().MPIJobs(ns).Create(context.Background(), job,
 		metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
 	if err != nil {
 		t.Fatalf("strict create of a job with template metadata: %v", err)
@@ -291,7 +292,7 @@ func TestTemplateMetadataReachesPods(t *testing.T) {
 	}
 	waitForRunning(t, ns, "meta-launcher")
 	for _, pod := range []string{"meta-launcher", "meta-worker-0", "meta-worker-1"} {
-		p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
+		p, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

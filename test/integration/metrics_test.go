@@ -17,14 +17,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeflow/mpi-operator/pkg/operator"
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // shippedClusterRole reads the ClusterRole called name from the manifests'
 // cluster-role.yaml.
 func shippedClusterRole(t *testing.T, name string) *rbacv1.ClusterRole {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(env.root, "manifests", "base", "cluster-role.yaml"))
+	data, err := os.ReadFile(filepath.Join(env.Root, "manifests", "base", "cluster-role.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func shippedClusterRole(t *testing.T, name string) *rbacv1.ClusterRole {
 func serviceAccountToken(t *testing.T, ns, name string) string {
 	t.Helper()
 	ctx := context.Background()
-	sas := env.kube.CoreV1().ServiceAccounts(ns)
+	sas := env.Kube.CoreV1().ServiceAccounts(ns)
 	if _, err := sas.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +63,11 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 // account bound to the shipped mpi-operator-metrics-reader ClusterRole,
 // over HTTPS; /healthz for anyone.
 func TestMetricsNeedKubernetesAuth(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	ctx := context.Background()
 	reader := shippedClusterRole(t, "mpi-operator-metrics-reader")
 	reader.Name += "-" + ns
-	if _, err := env.kube.RbacV1().ClusterRoles().Create(ctx, reader, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.RbacV1().ClusterRoles().Create(ctx, reader, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
@@ -75,12 +75,12 @@ func TestMetricsNeedKubernetesAuth(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: ns}},
 	}
-	if _, err := env.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = env.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), reader.Name, metav1.DeleteOptions{})
-		_ = env.kube.RbacV1().ClusterRoles().Delete(context.Background(), reader.Name, metav1.DeleteOptions{})
+		_ = env.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), reader.Name, metav1.DeleteOptions{})
+		_ = env.Kube.RbacV1().ClusterRoles().Delete(context.Background(), reader.Name, metav1.DeleteOptions{})
 	})
 	scraper := serviceAccountToken(t, ns, "scraper")
 	stranger := serviceAccountToken(t, ns, "stranger")
@@ -94,7 +94,7 @@ func TestMetricsNeedKubernetesAuth(t *testing.T) {
 	serveCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- operator.Serve(serveCtx, operator.ServeOptions{MonitoringPort: port, MetricsAuth: operator.MetricsAuthKubernetes, Kube: env.kube},
+		done <- operator.Serve(serveCtx, operator.ServeOptions{MonitoringPort: port, MetricsAuth: operator.MetricsAuthKubernetes, Kube: env.Kube},
 			func(ctx context.Context, _ *operator.RunningController) error { <-ctx.Done(); return nil })
 	}()
 	t.Cleanup(func() {
@@ -105,9 +105,9 @@ func TestMetricsNeedKubernetesAuth(t *testing.T) {
 	})
 
 	get := func(scheme, path, token string) (int, string, error) {
-		return testcluster.Scrape(fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, port, path), token)
+		return harness.Scrape(context.Background(), fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, port, path), token)
 	}
-	waitFor(t, "the monitoring port to answer /healthz over HTTPS", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the monitoring port to answer /healthz over HTTPS", func() (bool, error) {
 		code, _, err := get("https", "/healthz", "")
 		return err == nil && code == http.StatusOK, nil
 	})

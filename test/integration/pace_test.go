@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kubeflow/mpi-operator/pkg/controller"
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // TestFlappingJobKeepsItsPace: a job whose replicas flap every 50 ms
@@ -16,7 +16,7 @@ import (
 // change asks.
 func TestFlappingJobKeepsItsPace(t *testing.T) {
 	const rate = 4 << 10
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns, WriteBytesPerSecond: rate})
 	createJob(t, elasticJob(ns, "pace", 4, 1, 4, 1))
 	for _, w := range namesOf("pace", 0, 1, 2, 3) {
@@ -24,15 +24,15 @@ func TestFlappingJobKeepsItsPace(t *testing.T) {
 	}
 	waitForHosts(t, ns, "pace", hostsOf("pace", 0, 1, 2, 3)...)
 	checkNoDeletionWhileListed(t, ns, "pace")
-	writes, err := testcluster.RecordWrites(context.Background(), env.kube, ns, "pace-config", "pace-launcher")
+	writes, err := harness.RecordWrites(context.Background(), env.Kube, ns, "pace-config", "pace-launcher")
 	if err != nil {
 		t.Fatalf("watching the ConfigMap and Role: %v", err)
 	}
 	defer writes.Stop()
 
-	start := testcluster.Flap(func(n int32) { patchWorkers(t, ns, "pace", n) }, 1, 4, 40, 50*time.Millisecond)
+	start := harness.Flap(func(n int32) { patchWorkers(t, ns, "pace", n) }, 1, 4, 40, 50*time.Millisecond)
 	patchWorkers(t, ns, "pace", 2)
-	waitFor(t, "two Running workers listed and the others gone", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "two Running workers listed and the others gone", func() (bool, error) {
 		return len(discoveredHosts(t, ns, "pace")) == 2 && len(workerPods(t, ns, "pace")) == 2, nil
 	})
 	writes.Stop()

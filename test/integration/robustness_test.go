@@ -18,6 +18,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/controller"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // conditionBlocked is the controller's condition for a job that the API
@@ -33,7 +34,7 @@ func podSpec(container string) corev1.PodSpec {
 func createBarePod(t *testing.T, ns, name string, labels map[string]string) {
 	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Spec: podSpec("app")}
-	if _, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating pod %s: %v", name, err)
 	}
 }
@@ -53,7 +54,7 @@ func createStatefulSet(t *testing.T, ns, name string, replicas int32) {
 			Template:            corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec("app")},
 		},
 	}
-	if _, err := env.kube.AppsV1().StatefulSets(ns).Create(context.Background(), sts, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.AppsV1().StatefulSets(ns).Create(context.Background(), sts, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating StatefulSet: %v", err)
 	}
 	for i := range replicas {
@@ -103,7 +104,7 @@ func waitForBlocked(t *testing.T, ns, name, reason string, mention ...string) *k
 // launcher, the elastic job runs on other indices; once the names are free
 // the fixed job gets its workers and starts.
 func TestForeignPodsNeverGetExec(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	createStatefulSet(t, ns, "fx-worker", 2)
 	createBarePod(t, ns, "fx-worker-2", map[string]string{
 		"group-name": "kubeflow.org", "mpi-job-name": "fx", "mpi-job-role": "worker",
@@ -122,7 +123,7 @@ func TestForeignPodsNeverGetExec(t *testing.T) {
 	waitForEvents(t, ns, "fx", "Warning/ErrResourceExists")
 	waitForRunning(t, ns, "fx-worker-3")
 	checkExecOnly(t, ns, "fx", fxNames, namesOf("fx", 3))
-	if _, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), "fx-launcher", metav1.GetOptions{}); err == nil {
+	if _, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), "fx-launcher", metav1.GetOptions{}); err == nil {
 		t.Error("the fixed job started its launcher while worker names were held")
 	}
 
@@ -132,22 +133,22 @@ func TestForeignPodsNeverGetExec(t *testing.T) {
 		t.Errorf("elastic job Blocked: %+v", c)
 	}
 	for _, name := range []string{"fx-worker-2", "el-worker-1"} {
-		if p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{}); err != nil || len(p.OwnerReferences) != 0 {
+		if p, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{}); err != nil || len(p.OwnerReferences) != 0 {
 			t.Errorf("foreign pod %s changed: %v %v", name, err, p.OwnerReferences)
 		}
 	}
 
 	// Free the names: the fixed job takes them and starts.
-	if _, err := env.kube.AppsV1().StatefulSets(ns).Patch(context.Background(), "fx-worker", types.MergePatchType,
+	if _, err := env.Kube.AppsV1().StatefulSets(ns).Patch(context.Background(), "fx-worker", types.MergePatchType,
 		[]byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("scaling the StatefulSet down: %v", err)
 	}
-	if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), "fx-worker-2", metav1.DeleteOptions{}); err != nil {
+	if err := env.Kube.CoreV1().Pods(ns).Delete(context.Background(), "fx-worker-2", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		waitFor(t, fmt.Sprintf("fx-worker-%d to be the job's", i), func() (bool, error) {
-			p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), fmt.Sprintf("fx-worker-%d", i), metav1.GetOptions{})
+		harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("fx-worker-%d to be the job's", i), func() (bool, error) {
+			p, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), fmt.Sprintf("fx-worker-%d", i), metav1.GetOptions{})
 			if err != nil {
 				return false, ignoreNotFound(err)
 			}
@@ -155,7 +156,7 @@ func TestForeignPodsNeverGetExec(t *testing.T) {
 			return ref != nil && ref.Kind == "MPIJob" && ref.Name == "fx", nil
 		})
 	}
-	waitFor(t, "the Blocked condition to go", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the Blocked condition to go", func() (bool, error) {
 		return condition(getJob(t, ns, "fx"), conditionBlocked) == nil, nil
 	})
 	waitForRunning(t, ns, "fx-launcher")
@@ -166,7 +167,7 @@ func TestForeignPodsNeverGetExec(t *testing.T) {
 // (its template mounts a volume of its own at /etc/mpi) gives the job a
 // Blocked condition carrying the API server's message and a Warning event.
 func TestRefusedChildSurfaces(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	job := newJob(ns, "clash", 1)
 	launcher := &job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template.Spec
@@ -199,13 +200,13 @@ func (r *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 // job says so with a Blocked condition and a Warning event, and its retries
 // back off: the requests it causes stay bounded.
 func TestForeignObjectWithoutLabelIsReported(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stuck-config", Namespace: ns}}
-	if _, err := env.kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	counter := &requestCounter{}
-	cfg := rest.CopyConfig(env.config)
+	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
 	startControllerWith(t, controller.Config{Namespace: ns}, cfg)
 	synced := counter.count.Load() // the informers' lists
@@ -243,9 +244,9 @@ func stripLabels(t *testing.T, resource, ns, name string) {
 	var err error
 	switch resource {
 	case "configmaps":
-		_, err = env.kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err = env.Kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
 	case "pods":
-		_, err = env.kube.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err = env.Kube.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
 	default:
 		t.Fatalf("stripLabels: no client for %s", resource)
 	}
@@ -260,32 +261,32 @@ func stripLabels(t *testing.T, resource, ns, name string) {
 // back, the same objects stay (no worker is recreated), the job is never
 // Blocked, and it scales on as before.
 func TestStrippedChildIsAdopted(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, newJob(ns, "bare", 2))
 	for _, w := range namesOf("bare", 0, 1) {
 		waitForRunning(t, ns, w)
 	}
 	waitForHosts(t, ns, "bare", hostsOf("bare", 0, 1)...)
-	worker, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), "bare-worker-1", metav1.GetOptions{})
+	worker, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), "bare-worker-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	stripLabels(t, "configmaps", ns, "bare-config")
 	stripLabels(t, "pods", ns, "bare-worker-1")
-	waitFor(t, "the ConfigMap and the worker to get their labels back", func() (bool, error) {
-		cm, err := env.kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "bare-config", metav1.GetOptions{})
+	harness.Eventually(t, poll, waitTimeout, "the ConfigMap and the worker to get their labels back", func() (bool, error) {
+		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "bare-config", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		pod, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), "bare-worker-1", metav1.GetOptions{})
+		pod, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), "bare-worker-1", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		return cm.Labels["app"] == "bare" && pod.Labels["mpi-job-role"] == "worker", nil
 	})
-	pod, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), "bare-worker-1", metav1.GetOptions{})
+	pod, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), "bare-worker-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

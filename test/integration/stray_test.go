@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeflow/mpi-operator/pkg/controller"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // TestStrayWorkerIsAdopted: a Running worker of an elastic job whose
@@ -15,7 +16,7 @@ import (
 // The job finds it by ownership and gives it its labels back; the job ends
 // with the workers it asks for, listed, and deletes none while listed.
 func TestStrayWorkerIsAdopted(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	createJob(t, elasticJob(ns, "stray", 2, 1, 4, 1))
 	for _, w := range namesOf("stray", 0, 1) {
@@ -25,11 +26,11 @@ func TestStrayWorkerIsAdopted(t *testing.T) {
 	checkNoDeletionWhileListed(t, ns, "stray")
 
 	strip := []byte(`{"metadata":{"labels":{"mpi-job-name":null}}}`)
-	if _, err := env.kube.CoreV1().Pods(ns).Patch(context.Background(), "stray-worker-1", types.MergePatchType, strip, metav1.PatchOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().Pods(ns).Patch(context.Background(), "stray-worker-1", types.MergePatchType, strip, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("taking the label away: %v", err)
 	}
-	waitFor(t, "every pod of the job labelled again, and two workers listed", func() (bool, error) {
-		pods, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	harness.Eventually(t, poll, waitTimeout, "every pod of the job labelled again, and two workers listed", func() (bool, error) {
+		pods, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}

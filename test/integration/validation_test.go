@@ -71,7 +71,7 @@ func (o rawJob) post(t *testing.T, ns, fieldValidation string) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := env.mpi.KubeflowV1().RESTClient().Post().Namespace(ns).Resource("mpijobs").Body(body)
+	req := env.MPI.KubeflowV1().RESTClient().Post().Namespace(ns).Resource("mpijobs").Body(body)
 	if fieldValidation != "" {
 		req = req.Param("fieldValidation", fieldValidation)
 	}
@@ -111,7 +111,7 @@ func checkRefused(t *testing.T, what string, err error, field string) {
 // controller runs in this process and a panic in it would end the test
 // binary, so passing also shows that nothing here made it panic.
 func TestMalformedJobs(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	startController(t, controller.Config{Namespace: ns})
 	tooMany := kubeflow.MaxWorkers + 1
 	long := strings.Repeat("x", 64)
@@ -258,7 +258,7 @@ func TestMalformedJobs(t *testing.T) {
 	}
 
 	// Nothing malformed was stored.
-	jobs, err := env.mpi.KubeflowV1().MPIJobs(ns).List(context.Background(), metav1.ListOptions{})
+	jobs, err := env.MPI.KubeflowV1().MPIJobs(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestMalformedJobs(t *testing.T) {
 		{"negative backoffLimit", `{"spec":{"runPolicy":{"backoffLimit":-1}}}`, "spec.runPolicy.backoffLimit"},
 	}
 	for _, e := range edits {
-		_, err := env.mpi.KubeflowV1().MPIJobs(ns).Patch(context.Background(), "good", types.MergePatchType,
+		_, err := env.MPI.KubeflowV1().MPIJobs(ns).Patch(context.Background(), "good", types.MergePatchType,
 			[]byte(e.patch), metav1.PatchOptions{})
 		t.Logf("edit, %s: %v", e.name, err)
 		checkRefused(t, "edit: "+e.name, err, e.field)
@@ -315,9 +315,9 @@ func TestMalformedJobs(t *testing.T) {
 // is refused with a message naming the field and the bound. No controller
 // runs here: only admission is under test.
 func TestScaleBeyondBounds(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t)
 	ctx := context.Background()
-	jobs := env.mpi.KubeflowV1().MPIJobs(ns)
+	jobs := env.MPI.KubeflowV1().MPIJobs(ns)
 	createJob(t, newJob(ns, "fixed", 1))
 	createJob(t, elasticJob(ns, "elastic", 2, 1, 4, 1))
 

@@ -38,7 +38,7 @@ type launcher struct {
 // materialiseLauncher reads the launcher pod and what its volumes hold
 // from the API and lays them out under root.
 func materialiseLauncher(ctx context.Context, ns, podName, root string) (*launcher, error) {
-	pod, err := env.kube.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
+	pod, err := env.Kube.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (l *launcher) fill(ctx context.Context, pod *corev1.Pod, v corev1.Volume, d
 	case v.EmptyDir != nil:
 		link := filepath.Join(dir, "kubectl")
 		_ = os.Remove(link)
-		return os.Symlink(env.kubectl, link)
+		return os.Symlink(env.Kubectl, link)
 	default:
 		return fmt.Errorf("volume %s is neither a ConfigMap, a projection nor an emptyDir", v.Name)
 	}
@@ -128,7 +128,7 @@ func (l *launcher) fill(ctx context.Context, pod *corev1.Pod, v corev1.Volume, d
 // writeConfigMap writes the items of a ConfigMap to dir, their content
 // passed through transform.
 func writeConfigMap(ctx context.Context, ns, name string, items []corev1.KeyToPath, dir string, transform func(string) string) error {
-	cm, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func fillProjection(ctx context.Context, pod *corev1.Pod, src corev1.VolumeProje
 		if a := src.ServiceAccountToken.Audience; a != "" {
 			req.Spec.Audiences = []string{a}
 		}
-		tr, err := env.kube.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, pod.Spec.ServiceAccountName, req, metav1.CreateOptions{})
+		tr, err := env.Kube.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, pod.Spec.ServiceAccountName, req, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("a token for ServiceAccount %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err)
 		}
@@ -189,7 +189,7 @@ func inClusterKubeconfig(credentials, dir string) (string, error) {
 		return "", err
 	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: env.config.Host, CertificateAuthority: filepath.Join(credentials, "ca.crt")}
+	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthority: filepath.Join(credentials, "ca.crt")}
 	cfg.AuthInfos["launcher"] = &clientcmdapi.AuthInfo{TokenFile: filepath.Join(credentials, "token")}
 	cfg.Contexts["launcher"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "launcher", Namespace: string(ns)}
 	cfg.CurrentContext = "launcher"

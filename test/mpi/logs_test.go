@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // checkLogs makes kwok serve mpirun's output (out) as the launcher
@@ -19,7 +19,7 @@ import (
 func checkLogs(ctx context.Context, t *testing.T, root, out string, workers []string) {
 	launcher := job + "-launcher"
 	logFile := root + "/launcher.log"
-	at, err := testcluster.AppendCRILog(logFile, "stdout", out)
+	at, err := harness.AppendCRILog(logFile, "stdout", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func checkLogs(ctx context.Context, t *testing.T, root, out string, workers []st
 	})
 	want := strings.TrimRight(out, "\n")
 	lines := strings.Split(want, "\n")
-	eventually(ctx, t, "kubectl logs "+launcher+" to return mpirun's output", func() (bool, string) {
+	harness.Eventually(t, poll, waitTimeout, "kubectl logs "+launcher+" to return mpirun's output", func() (bool, string) {
 		got, err := kubectl(ctx, "logs", "-n", namespace, launcher, "-c", "launcher")
 		return err == nil && got == want, fmt.Sprintf("%q %v", got, err)
 	})
@@ -55,13 +55,13 @@ func checkLogs(ctx context.Context, t *testing.T, root, out string, workers []st
 		}
 	}
 	tail := int64(2)
-	raw, err := env.kube.CoreV1().Pods(namespace).GetLogs(launcher, &corev1.PodLogOptions{Container: "launcher", TailLines: &tail}).DoRaw(ctx)
+	raw, err := env.Kube.CoreV1().Pods(namespace).GetLogs(launcher, &corev1.PodLogOptions{Container: "launcher", TailLines: &tail}).DoRaw(ctx)
 	if want := strings.Join(lines[len(lines)-2:], "\n") + "\n"; err != nil || string(raw) != want {
 		t.Errorf("pods/log of %s with tailLines=2 = %q (%v), want %q", launcher, raw, err, want)
 	}
 
 	// The file grows as a running container's log does.
-	if _, err := testcluster.AppendCRILog(logFile, "stderr", "one more line"); err != nil {
+	if _, err := harness.AppendCRILog(logFile, "stderr", "one more line"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := kubectl(ctx, "logs", "-n", namespace, launcher, "-c", "launcher", "--tail=1"); err != nil || got != "one more line" {

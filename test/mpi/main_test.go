@@ -24,7 +24,6 @@ package mpi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,141 +32,57 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
-	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
-
-// kwokServerPort is where kwok serves the nodes' kubelet API; the nodes
-// publish it as their kubelet endpoint.
-const kwokServerPort = "31250"
 
 // env holds what every test needs.
 var env struct {
-	root       string
-	dir        string // the cluster's LOCAL_DIR, _output/mpi
-	kubectl    string // the pinned kubectl
-	kubeconfig string // admin
-	config     *rest.Config
-	kube       kubernetes.Interface
-	mpi        clientset.Interface
-	dynamic    dynamic.Interface
-	program    string // the MPI program built with mpicc
+	*harness.Cluster
+	program string // the MPI program built with mpicc
 }
 
+// The operator watches every namespace, with the admin kubeconfig.
 func TestMain(m *testing.M) {
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpi:", err)
-		os.Exit(1)
-	}
-	os.Exit(code)
+	harness.Suite{Name: "mpi", Settings: []string{"KWOK_NODES=2"}, KwokServer: true, SetUp: setUp}.Run(m)
 }
 
-func run(m *testing.M) (int, error) {
+// setUp installs the MPIJob CRD and the namespace of the operator's
+// leader-election Lease, starts the operator and builds the MPI program.
+func setUp(c *harness.Cluster) (func(), error) {
+	env.Cluster = c
 	for _, cmd := range []string{"mpirun", "mpicc"} {
 		if _, err := exec.LookPath(cmd); err != nil {
-			return 0, fmt.Errorf("%s is missing: run hack/install-prereqs.sh (Debian's openmpi-bin and libopenmpi-dev)", cmd)
+			return nil, fmt.Errorf("%s is missing: run hack/install-prereqs.sh (Debian's openmpi-bin and libopenmpi-dev)", cmd)
 		}
 	}
-	root, err := testcluster.RepoRoot()
+	operator, err := harness.V1.BinaryIn(c.Root, "MPI_OPERATOR_BIN")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	env.root = root
-	operator := filepath.Join(root, "_output", "bin", "mpi-operator")
-	if bin := os.Getenv("MPI_OPERATOR_BIN"); bin != "" {
-		if operator, err = filepath.Abs(bin); err != nil {
-			return 0, err
-		}
-	}
-	if _, err := os.Stat(operator); err != nil {
-		return 0, fmt.Errorf("the operator binary is missing (%w): run `make build` first, or `make test-mpi`", err)
-	}
-
-	cluster := testcluster.New(root, "mpi",
-		"ETCD_PORT=31790", "ETCD_PEER_PORT=31800", "APISERVER_PORT=31443",
-		"CONTROLLER_MANAGER_PORT=31257", "SCHEDULER_PORT=31259", "KWOK_NODES=2",
-		"KWOK_SERVER_PORT="+kwokServerPort)
-	env.dir = cluster.Dir
-	stop, err := cluster.Fresh("mpi")
-	if err != nil {
-		return 0, err
-	}
-	defer stop()
-	env.kubectl, env.kubeconfig = cluster.Kubectl, cluster.Kubeconfig
-	if err := connect(); err != nil {
-		return 0, err
-	}
-
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := setUpOperator(ctx); err != nil {
-		return 0, err
+	if err := c.ApplyCRDs(ctx, false, filepath.Join(c.Root, "manifests", "base", "crd.yaml")); err != nil {
+		return nil, err
 	}
-	op, err := startOperator(operator)
+	if err := c.EnsureNamespace(ctx, "mpi-operator"); err != nil {
+		return nil, err
+	}
+	op, err := harness.StartOperator(ctx, harness.OperatorConfig{Bin: operator, Kubeconfig: c.Kubeconfig,
+		LogPath: filepath.Join(c.Dir, "operator.log"),
+		Args:    []string{"--lock-namespace=mpi-operator", "--kubectl-delivery-image=mpioperator/kubectl-delivery:mpi-test", "-v=2"}})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer op.stop()
-
-	work, err := os.MkdirTemp(env.dir, "work-")
+	tearDown := func() {
+		op.Stop()
+		fmt.Fprintf(os.Stderr, "mpi: the operator's log is %s\n", op.LogPath)
+	}
+	work, err := os.MkdirTemp(c.Dir, "work-")
 	if err != nil {
-		return 0, err
+		return tearDown, err
 	}
-	defer os.RemoveAll(work)
-	if env.program, err = buildProgram(ctx, work); err != nil {
-		return 0, err
-	}
-	code := m.Run()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "mpi: the operator's log is %s\n", op.logPath)
-	}
-	return code, nil
-}
-
-// connect makes the admin clients.
-func connect() error {
-	var err error
-	if env.config, err = clientcmd.BuildConfigFromFlags("", env.kubeconfig); err != nil {
-		return err
-	}
-	if env.kube, err = kubernetes.NewForConfig(env.config); err != nil {
-		return err
-	}
-	if env.mpi, err = clientset.NewForConfig(env.config); err != nil {
-		return err
-	}
-	env.dynamic, err = dynamic.NewForConfig(env.config)
-	return err
-}
-
-// setUpOperator installs the MPIJob CRD and the namespace of the
-// operator's leader-election Lease.
-func setUpOperator(ctx context.Context) error {
-	crd := filepath.Join(env.root, "manifests", "base", "crd.yaml")
-	if out, err := kubectl(ctx, "apply", "--server-side", "-f", crd); err != nil {
-		return fmt.Errorf("applying %s: %w\n%s", crd, err, out)
-	}
-	// kubectl wait fails, rather than waits, while the new CRD has no
-	// conditions yet.
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, last = kubectl(ctx, "wait", "--for=condition=Established", "--timeout=10s", "crd/mpijobs.kubeflow.org")
-		return last == nil, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for the MPIJob CRD to be Established: %w", errors.Join(err, last))
-	}
-	if out, err := kubectl(ctx, "create", "namespace", "mpi-operator"); err != nil {
-		return fmt.Errorf("creating namespace mpi-operator: %w\n%s", err, out)
-	}
-	return nil
+	env.program, err = buildProgram(ctx, work)
+	return func() { tearDown(); _ = os.RemoveAll(work) }, err
 }
 
 // buildProgram compiles testdata/allreduce.c with mpicc into dir.
@@ -183,8 +98,7 @@ func buildProgram(ctx context.Context, dir string) (string, error) {
 // kubectl runs the pinned kubectl as the admin and returns its output; an
 // error carries what it said on stderr.
 func kubectl(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, env.kubectl, append([]string{"--kubeconfig", env.kubeconfig}, args...)...)
-	cmd.Env = withoutKubeconfig(os.Environ())
+	cmd := env.KubectlCmd(ctx, args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -192,16 +106,4 @@ func kubectl(ctx context.Context, args ...string) (string, error) {
 		err = fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(string(out)), err
-}
-
-// withoutKubeconfig drops KUBECONFIG from an environment: it would win over
-// the flags and settings this suite gives.
-func withoutKubeconfig(environ []string) []string {
-	var out []string
-	for _, kv := range environ {
-		if !strings.HasPrefix(kv, "KUBECONFIG=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 const (
@@ -175,7 +177,7 @@ func waitForWorkers(ctx context.Context, t *testing.T, n int) []string {
 	want := slotsOf(names)
 	var seen string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		pods, err := env.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "mpi-job-role=worker,mpi-job-name=" + job})
+		pods, err := env.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "mpi-job-role=worker,mpi-job-name=" + job})
 		if err != nil {
 			seen = err.Error()
 			return false, nil
@@ -187,12 +189,12 @@ func waitForWorkers(ctx context.Context, t *testing.T, n int) []string {
 			}
 		}
 		slices.Sort(running)
-		cm, err := env.kube.CoreV1().ConfigMaps(namespace).Get(ctx, job+"-config", metav1.GetOptions{})
+		cm, err := env.Kube.CoreV1().ConfigMaps(namespace).Get(ctx, job+"-config", metav1.GetOptions{})
 		if err != nil {
 			seen = err.Error()
 			return false, nil
 		}
-		role, err := env.kube.RbacV1().Roles(namespace).Get(ctx, job+"-launcher", metav1.GetOptions{})
+		role, err := env.Kube.RbacV1().Roles(namespace).Get(ctx, job+"-launcher", metav1.GetOptions{})
 		if err != nil {
 			seen = err.Error()
 			return false, nil
@@ -257,7 +259,7 @@ func serveExec(ctx context.Context, t *testing.T, pod, dir string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p, err := env.kube.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	p, err := env.Kube.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,28 +277,14 @@ func serveExec(ctx context.Context, t *testing.T, pod, dir string) {
 	// kwok reads Exec objects through a watch: wait until an exec (as the
 	// admin) runs in dir as that pod.
 	want := dir + " " + pod
-	eventually(ctx, t, "kwok to serve exec into "+pod, func() (bool, string) {
+	harness.Eventually(t, poll, waitTimeout, "kwok to serve exec into "+pod, func() (bool, string) {
 		out, err := kubectl(ctx, "exec", "-n", namespace, pod, "--", "/bin/sh", "-c", `echo "$(pwd) $MPI_TEST_POD"`)
 		return err == nil && out == want, out
 	})
 }
 
-// eventually polls check until it holds, failing the test after
-// waitTimeout with what check saw last.
-func eventually(ctx context.Context, t *testing.T, what string, check func() (bool, string)) {
-	t.Helper()
-	var seen string
-	start := time.Now()
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
-		var ok bool
-		ok, seen = check()
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v; last seen:\n%s", what, err, seen)
-	}
-	t.Logf("%s: after %s", what, time.Since(start).Round(10*time.Millisecond))
-}
+// poll is how the tests wait.
+var poll = harness.Poller{Every: 200 * time.Millisecond}
 
 // createKwok creates a namespaced kwok object named after a pod.
 func createKwok(ctx context.Context, t *testing.T, gvr schema.GroupVersionResource, pod string, spec map[string]any) {
@@ -308,7 +296,7 @@ func createKwok(ctx context.Context, t *testing.T, gvr schema.GroupVersionResour
 		"metadata":   map[string]any{"name": pod, "namespace": namespace},
 		"spec":       spec,
 	}}
-	if _, err := env.dynamic.Resource(gvr).Namespace(namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := env.Dynamic.Resource(gvr).Namespace(namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating %s %s: %v", kind, pod, err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // checkRefused runs the operator's kubexec.sh, with the launcher's
@@ -20,11 +22,11 @@ func checkRefused(ctx context.Context, t *testing.T, l *launcher, root string) {
 		ObjectMeta: metav1.ObjectMeta{Name: outsider, Namespace: namespace},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "worker", Image: "debian:bookworm"}}},
 	}
-	if _, err := env.kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(ctx, t, outsider+" Running", func() (bool, string) {
-		p, err := env.kube.CoreV1().Pods(namespace).Get(ctx, outsider, metav1.GetOptions{})
+	harness.Eventually(t, poll, waitTimeout, outsider+" Running", func() (bool, string) {
+		p, err := env.Kube.CoreV1().Pods(namespace).Get(ctx, outsider, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -19,7 +19,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // submit starts an elastic job of small workers and waits until get shows
@@ -40,7 +40,7 @@ func submit(t *testing.T, name string, workers, maxWorkers, gpus int) {
 	// The workers are listed as they run, a moment before the status
 	// says the job runs, which the tests read next.
 	running := regexp.MustCompile(`(?m)^Status:\s+Running$`)
-	err := eventually(func() error {
+	err := poll.Retry(context.Background(), time.Minute, func() error {
 		if r := plugin(t, "get", name); !running.MatchString(r.stdout) {
 			return fmt.Errorf("get %s shows no Running status:\n%s", name, r)
 		}
@@ -59,7 +59,7 @@ func remove(t *testing.T, name string) {
 		t.Error(err)
 		return
 	}
-	err := eventually(func() error {
+	err := poll.Retry(context.Background(), time.Minute, func() error {
 		out, err := kubectl("get", "pods", "-l", "mpi-job-name="+name, "-o", "name")
 		if err != nil {
 			return err
@@ -78,7 +78,7 @@ func remove(t *testing.T, name string) {
 func waitWorkers(t *testing.T, name string, running, listed int) {
 	t.Helper()
 	want := fmt.Sprintf("running %d, listed %d", running, listed)
-	err := eventually(func() error {
+	err := poll.Retry(context.Background(), time.Minute, func() error {
 		r := plugin(t, "get", name)
 		if !strings.Contains(r.stdout, want) {
 			return fmt.Errorf("get %s shows no %q:\n%s", name, want, r)
@@ -244,7 +244,7 @@ func TestScaleOutTimeoutRollsBack(t *testing.T) {
 		t.Errorf("replicas after the rollback = %s, want 1", got)
 	}
 	// The new workers leave; the first one stays, listed.
-	err := eventually(func() error {
+	err := poll.Retry(context.Background(), time.Minute, func() error {
 		if got := workerNames(t, "big"); !slices.Equal(got, []string{"big-worker-0"}) {
 			return fmt.Errorf("workers %v", got)
 		}
@@ -301,7 +301,7 @@ func TestLogs(t *testing.T) {
 	serveLogs(t, dir, "talk-worker-0", map[string]string{"mpi-worker": "worker 0: sshd listening\nworker 0: rank 1 up\n"})
 
 	// kwok reads the Logs objects through an informer: wait for the first.
-	err := eventually(func() error {
+	err := poll.Retry(context.Background(), time.Minute, func() error {
 		if r := plugin(t, "logs", "talk"); r.code != 0 || r.stdout != launcherLog {
 			return fmt.Errorf("%s", r)
 		}
@@ -321,7 +321,7 @@ func TestLogs(t *testing.T) {
 		{[]string{"logs", "talk", "--worker", "0", "--tail", "1"}, "worker 0: rank 1 up\n"},
 	}
 	for _, tc := range cases {
-		err := eventually(func() error {
+		err := poll.Retry(context.Background(), time.Minute, func() error {
 			r := plugin(t, tc.args...)
 			if r.code != 0 || r.stderr != "" {
 				return fmt.Errorf("%s", r)
@@ -345,7 +345,7 @@ func serveLogs(t *testing.T, dir, pod string, logs map[string]string) {
 	var entries []any
 	for container, text := range logs {
 		path := filepath.Join(dir, pod+"."+container+".log")
-		if _, err := testcluster.AppendCRILog(path, "stdout", text); err != nil {
+		if _, err := harness.AppendCRILog(path, "stdout", text); err != nil {
 			t.Fatal(err)
 		}
 		entries = append(entries, map[string]any{"containers": []string{container}, "logsFile": path})
@@ -359,7 +359,7 @@ func serveLogs(t *testing.T, dir, pod string, logs map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := env.cluster.KubectlCmd("create", "-f", "-")
+	cmd := env.KubectlCmd(context.Background(), "create", "-f", "-")
 	cmd.Stdin = bytes.NewReader(obj)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("creating the Logs of %s: %v\n%s", pod, err, out)
@@ -409,7 +409,7 @@ func checkFollow(t *testing.T, logFile, before string) {
 	}
 	readUntil(before)
 	more := "epoch 4 loss 0.09\nepoch 5 loss 0.05\n"
-	if _, err := testcluster.AppendCRILog(logFile, "stdout", more); err != nil {
+	if _, err := harness.AppendCRILog(logFile, "stdout", more); err != nil {
 		t.Fatal(err)
 	}
 	readUntil(more)
@@ -461,7 +461,7 @@ func TestWatchAndDelete(t *testing.T) {
 	if _, err := kubectl("get", "mpijob", "seen"); err == nil {
 		t.Error("the job is still there after delete")
 	}
-	err := eventually(func() error {
+	err := poll.Retry(context.Background(), time.Minute, func() error {
 		if got := workerNames(t, "seen"); len(got) > 0 {
 			return fmt.Errorf("pods of the deleted job remain: %v", got)
 		}

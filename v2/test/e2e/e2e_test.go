@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 const (
@@ -30,11 +33,11 @@ const (
 // TestE2E is the user's path, as steps that build on each other: a failed
 // step ends it.
 func TestE2E(t *testing.T) {
-	var op *operatorProcess
+	var op *harness.Operator
 	t.Cleanup(func() {
-		if op != nil && !op.exited() {
-			t.Logf("last lines of %s:\n%s", op.logPath, op.tail(40))
-			op.terminate(10 * time.Second)
+		if op != nil && op.Alive() {
+			t.Logf("last lines of %s:\n%s", op.LogPath, harness.Tail(op.LogPath, 40))
+			op.Terminate(10 * time.Second)
 		}
 		running = nil
 	})
@@ -79,7 +82,7 @@ func install(t *testing.T) {
 // startUpstreamArgs runs the binary with upstream v0.8.0's deploy
 // arguments, as the ServiceAccount of the install; out of the cluster it
 // needs --kubeConfig, and the monitoring port is what the suite reads.
-func startUpstreamArgs(t *testing.T) *operatorProcess {
+func startUpstreamArgs(t *testing.T) *harness.Operator {
 	kubeconfig := serviceAccountKubeconfig(t, "mpi-operator")
 	op := startOperatorProcess(t, "operator.log", "",
 		"-alsologtostderr", "--lock-namespace=mpi-operator",
@@ -156,7 +159,7 @@ func suspendResume(t *testing.T) {
 	}
 	before := uids(t, jobsNS, elasticJob)
 	patch(true)
-	waitUntil(t, settle, elasticJob+" to be Suspended with no pod left", func() (bool, string) {
+	harness.Eventually(t, poll, settle, elasticJob+" to be Suspended with no pod left", func() (bool, string) {
 		j, err := getJob(jobsNS, elasticJob)
 		if err != nil {
 			return false, err.Error()
@@ -176,7 +179,7 @@ func suspendResume(t *testing.T) {
 	waitCondition(t, elasticJob, "Running", "True")
 	waitCondition(t, elasticJob, "Suspended", "False")
 	waitDiscovery(t, settle, settle, jobsNS, elasticJob, 1)
-	waitUntil(t, settle, "the launcher of "+elasticJob+" to run again", func() (bool, string) {
+	harness.Eventually(t, poll, settle, "the launcher of "+elasticJob+" to run again", func() (bool, string) {
 		list, err := pods(jobsNS, elasticJob, "launcher")
 		return err == nil && len(list) == 1 && list[0].Status.Phase == "Running", describe(list)
 	})
@@ -188,11 +191,11 @@ func suspendResume(t *testing.T) {
 }
 
 func checkMonitoring(t *testing.T) {
-	code, body, err := monitoring("/healthz")
+	code, body, err := running.Fetch(context.Background(), "/healthz")
 	if err != nil || code != http.StatusOK || strings.TrimSpace(body) != "ok" {
 		t.Errorf("/healthz: %d %q %v, want 200 ok", code, body, err)
 	}
-	code, body, err = monitoring("/metrics")
+	code, body, err = running.Fetch(context.Background(), "/metrics")
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("/metrics: %d %v", code, err)
 	}
@@ -204,7 +207,7 @@ func checkMonitoring(t *testing.T) {
 		fmt.Sprintf(`mpi_operator_job_info{launcher="%s-launcher",namespace="%s"}`, piJob, jobsNS):      1,
 		fmt.Sprintf(`mpi_operator_job_info{launcher="%s-launcher",namespace="%s"}`, elasticJob, jobsNS): 1,
 	} {
-		if v, ok := sample(body, series); !ok || v != want {
+		if v, ok := harness.Metric(body, series); !ok || v != want {
 			t.Errorf("/metrics: %s is %v (present: %v), want %v", series, v, ok, want)
 		}
 	}
@@ -215,7 +218,7 @@ func checkMonitoring(t *testing.T) {
 func deletePi(t *testing.T) {
 	must(t, "delete", "mpijob", piJob, "-n", jobsNS, "--timeout=2m")
 	children := []string{"service/" + piJob, "secret/" + piJob + "-ssh", "configmap/" + piJob + "-config", "job.batch/" + piJob + "-launcher"}
-	waitUntil(t, gcWait, "the garbage collector to remove the children of "+piJob, func() (bool, string) {
+	harness.Eventually(t, poll, gcWait, "the garbage collector to remove the children of "+piJob, func() (bool, string) {
 		left, err := kubectl(append([]string{"get", "-n", jobsNS, "--ignore-not-found", "-o", "name"}, children...)...)
 		if err != nil {
 			return false, err.Error()

@@ -10,6 +10,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // job is what the suite reads of a kubeflow.org/v2beta1 MPIJob, declared
@@ -53,7 +55,7 @@ func getJob(ns, name string) (*job, error) {
 // suite's namespace has status want.
 func waitCondition(t *testing.T, name, typ, want string) {
 	t.Helper()
-	waitUntil(t, settle, fmt.Sprintf("MPIJob %s: %s=%s", name, typ, want), func() (bool, string) {
+	harness.Eventually(t, poll, settle, fmt.Sprintf("MPIJob %s: %s=%s", name, typ, want), func() (bool, string) {
 		j, err := getJob(jobsNS, name)
 		if err != nil {
 			return false, err.Error()
@@ -179,11 +181,11 @@ func waitDiscovery(t *testing.T, follow, settleIn time.Duration, ns, name string
 			return done(listed, runningHosts, workers), seen
 		}
 	}
-	waitUntil(t, follow, fmt.Sprintf("discover_hosts.sh of %s to list %d Running workers", name, n),
+	harness.Eventually(t, poll, follow, fmt.Sprintf("discover_hosts.sh of %s to list %d Running workers", name, n),
 		look(func(listed, runningHosts []string, _ int) bool {
 			return len(listed) == n && !slices.ContainsFunc(listed, func(h string) bool { return !slices.Contains(runningHosts, h) })
 		}))
-	waitUntil(t, settleIn, fmt.Sprintf("%s to have exactly the %d workers listed", name, n),
+	harness.Eventually(t, poll, settleIn, fmt.Sprintf("%s to have exactly the %d workers listed", name, n),
 		look(func(listed, runningHosts []string, workers int) bool {
 			return workers == n && slices.Equal(listed, runningHosts)
 		}))

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 const (
@@ -30,8 +32,8 @@ const (
 // Jobs of 800 KiB, all labelled "app" like the operator's children, and
 // checks that the operator's memory grows by less than maxTenantGrowth: its
 // caches keep only the metadata of the objects no MPIJob controls.
-func checkTenantObjectsCostLittle(t *testing.T, op *operatorProcess) {
-	config, err := clientcmd.BuildConfigFromFlags("", suite.kubeconfig)
+func checkTenantObjectsCostLittle(t *testing.T, op *harness.Operator) {
+	config, err := clientcmd.BuildConfigFromFlags("", suite.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func checkTenantObjectsCostLittle(t *testing.T, op *operatorProcess) {
 	t.Cleanup(func() { _, _ = kubectl("delete", "namespace", ns, "--wait=false") })
 	waitNamespace(t, ns)
 
-	pid := op.cmd.Process.Pid
+	pid := op.PID
 	before := rss(t, pid)
 	peak := before
 	stop := make(chan struct{})
@@ -121,8 +123,8 @@ func checkTenantObjectsCostLittle(t *testing.T, op *operatorProcess) {
 	if growth := peak - before; growth >= maxTenantGrowth {
 		t.Errorf("the operator's RSS grew by %.1f MiB for a tenant's objects, want less than %d MiB", mib(growth), maxTenantGrowth>>20)
 	}
-	if op.exited() {
-		t.Fatalf("the operator exited: %s", op.status())
+	if !op.Alive() {
+		t.Fatalf("the operator exited: %s", op.Status())
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // checkAccess checks, through SubjectAccessReviews, what the installed roles
@@ -16,10 +16,10 @@ import (
 // namespace only; tenants with the Kubeflow edit and view roles everything
 // on their jobs but their status.
 func checkAccess(t *testing.T) {
-	in := func(verb, resource, ns string, allowed bool) testcluster.Access {
-		return testcluster.Access{Verb: verb, Resource: resource, Namespace: ns, Allowed: allowed}
+	in := func(verb, resource, ns string, allowed bool) harness.Access {
+		return harness.Access{Verb: verb, Resource: resource, Namespace: ns, Allowed: allowed}
 	}
-	check(t, testcluster.ServiceAccount("mpi-operator", "mpi-operator"), []testcluster.Access{
+	check(t, harness.ServiceAccount("mpi-operator", "mpi-operator"), []harness.Access{
 		in("create", "pods", jobsNS, true),
 		in("patch", "pods", jobsNS, true),
 		in("delete", "pods", jobsNS, true),
@@ -55,8 +55,8 @@ func checkAccess(t *testing.T) {
 	must(t, "create", "namespace", team)
 	must(t, "create", "rolebinding", "editor", "--clusterrole=kubeflow-mpijobs-edit", "--user=editor", "-n", team)
 	must(t, "create", "rolebinding", "viewer", "--clusterrole=kubeflow-mpijobs-view", "--user=viewer", "-n", team)
-	tenant := func(writes bool) []testcluster.Access {
-		return []testcluster.Access{
+	tenant := func(writes bool) []harness.Access {
+		return []harness.Access{
 			in("create", "mpijobs.kubeflow.org", team, writes),
 			in("patch", "mpijobs.kubeflow.org", team, writes),
 			in("update", "mpijobs.kubeflow.org/scale", team, writes),
@@ -67,13 +67,13 @@ func checkAccess(t *testing.T) {
 			in("create", "mpijobs.kubeflow.org", jobsNS, false),
 		}
 	}
-	check(t, testcluster.User("editor"), tenant(true))
-	check(t, testcluster.User("viewer"), tenant(false))
+	check(t, harness.User("editor"), tenant(true))
+	check(t, harness.User("viewer"), tenant(false))
 }
 
-func check(t *testing.T, who testcluster.Subject, cells []testcluster.Access) {
+func check(t *testing.T, who harness.Subject, cells []harness.Access) {
 	t.Helper()
-	testcluster.ExpectAccess(t, suite.kubeconfig, who, cells)
+	harness.ExpectAccess(t, suite.Kubeconfig, who, cells)
 }
 
 // checkPodIdentity: a tenant allowed to create pods (Kubernetes' edit role)

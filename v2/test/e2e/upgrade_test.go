@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubeflow/mpi-operator/test/harness"
 	"github.com/kubeflow/mpi-operator/test/upstream"
 )
 
@@ -38,7 +39,7 @@ func TestUpgrade(t *testing.T) {
 			if path.ns == "kubeflow" { // the kustomize install expects it
 				must(t, "create", "namespace", "kubeflow")
 			}
-			must(t, "apply", "-f", filepath.Join(suite.repo, "test", "e2e", "testdata", "upstream", path.fixture))
+			must(t, "apply", "-f", filepath.Join(suite.Root, "test", "e2e", "testdata", "upstream", path.fixture))
 			waitCRD(t)
 			waitNamespace(t, upgradeNS)
 			upstreamJob(t, path.service)
@@ -48,7 +49,7 @@ func TestUpgrade(t *testing.T) {
 			waitCRD(t)
 			must(t, "scale", "deployment/mpi-operator", "-n", path.ns, "--replicas=0")
 			op := startOperatorProcess(t, "upgrade-"+path.name+".log", serviceAccountKubeconfig(t, path.ns), installArgs(t, path.ns)...)
-			op.stopAtEnd(t)
+			stopAtEnd(t, op)
 			waitLeader(t)
 			checkUpgraded(t, before)
 			stopOperator(t, op, 5*time.Second)
@@ -81,7 +82,7 @@ func upstreamJob(t *testing.T, service string) {
 	createYAML(t, upstream.V2Job(upgradeNS, upgradeJob))
 	uid := strings.TrimSpace(must(t, "get", "mpijob", upgradeJob, "-n", upgradeNS, "-o", "jsonpath={.metadata.uid}"))
 	createYAML(t, upstream.V2Children(upgradeNS, upgradeJob, uid, service))
-	waitUntil(t, settle, "the upstream job's pods to run", func() (bool, string) {
+	harness.Eventually(t, poll, settle, "the upstream job's pods to run", func() (bool, string) {
 		list, err := pods(upgradeNS, upgradeJob, "")
 		if err != nil {
 			return false, err.Error()
@@ -128,7 +129,7 @@ func installArgs(t *testing.T, ns string) []string {
 // Service while the first two stay.
 func checkUpgraded(t *testing.T, before map[string]string) {
 	t.Helper()
-	waitUntil(t, settle, "the operator to take the job over", func() (bool, string) {
+	harness.Eventually(t, poll, settle, "the operator to take the job over", func() (bool, string) {
 		j, err := getJob(upgradeNS, upgradeJob)
 		if err != nil {
 			return false, err.Error()

@@ -140,7 +140,7 @@ func wantInvalid(t *testing.T, what string, err error, field string) {
 // TestMalformedJobs sends malformed v2beta1 MPIJobs as raw JSON; the CRD
 // refuses each with a message that names the field.
 func TestMalformedJobs(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	tooMany := kubeflow.MaxWorkers + 1
 	long := strings.Repeat("c", 64)
 	runPolicy := func(key string, value any) func(object) {
@@ -261,7 +261,7 @@ func TestMalformedJobs(t *testing.T) {
 // defaults reads back with upstream's defaults in them, as clients of
 // upstream's API expect.
 func TestSchemaDefaults(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	created, err := suite.mpi.KubeflowV2beta1().MPIJobs(ns).Create(context.Background(), validJob(ns, "defaulted", 1), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +282,7 @@ func TestSchemaDefaults(t *testing.T) {
 // which is immutable, the replica bounds, and the removal of an elastic
 // policy.
 func TestBadEdits(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	ctx := context.Background()
 	jobs := suite.mpi.KubeflowV2beta1().MPIJobs(ns)
 	create := func(name, managedBy string) *kubeflow.MPIJob {
@@ -348,7 +348,7 @@ func TestBadEdits(t *testing.T) {
 // whose templates carry labels and annotations: the schema declares them,
 // so they are neither refused nor pruned.
 func TestTemplateMetadataKept(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	ctx := context.Background()
 	job := validJob(ns, "labelled", 2)
 	for _, rt := range []kubeflow.MPIReplicaType{kubeflow.MPIReplicaTypeLauncher, kubeflow.MPIReplicaTypeWorker} {
@@ -451,7 +451,7 @@ spec:
 // TestUpstreamJobsAccepted applies upstream-style jobs with kubectl's
 // strict validation: the pi example, and its Intel and MPICH variants.
 func TestUpstreamJobsAccepted(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	variants := map[string]string{
 		"pi":       upstreamPi,
 		"pi-intel": strings.Replace(strings.Replace(upstreamPi, "name: pi\n", "name: pi-intel\n", 1), "OpenMPI", "Intel", 1),
@@ -477,7 +477,7 @@ func TestUpstreamJobsAccepted(t *testing.T) {
 // TestScale drives Worker.replicas through the scale subresource, with the
 // generated client and with kubectl scale, within and past the bounds.
 func TestScale(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	ctx := context.Background()
 	jobs := suite.mpi.KubeflowV2beta1().MPIJobs(ns)
 	job := validJob(ns, "scaled", 2)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubeflow/mpi-operator/test/harness"
 	kubeflow "github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
@@ -40,8 +41,8 @@ func podLabelsOf(job, role string) map[string]string {
 func launcherPod(t *testing.T, ns, job string) corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
-	eventually(t, "the launcher of "+job+" to run", func() (bool, error) {
-		list, err := suite.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
+	harness.Eventually(t, poll, waitTimeout, "the launcher of "+job+" to run", func() (bool, error) {
+		list, err := suite.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
 			LabelSelector: "batch.kubernetes.io/job-name=" + job + "-launcher",
 		})
 		if err != nil || len(list.Items) != 1 {
@@ -74,7 +75,7 @@ func TestUpstreamPi(t *testing.T) {
 		t.Errorf("a running job with conditions %s and startTime %v", conditionsOf(running), running.Status.StartTime)
 	}
 
-	svc, err := suite.kube.CoreV1().Services(ns).Get(ctx, "pi", metav1.GetOptions{})
+	svc, err := suite.Kube.CoreV1().Services(ns).Get(ctx, "pi", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestUpstreamPi(t *testing.T) {
 		t.Errorf("Service pi: clusterIP %q, publishNotReadyAddresses %t, selector %v; want a headless Service of the job's pods that publishes them unready",
 			svc.Spec.ClusterIP, svc.Spec.PublishNotReadyAddresses, svc.Spec.Selector)
 	}
-	secret, err := suite.kube.CoreV1().Secrets(ns).Get(ctx, "pi-ssh", metav1.GetOptions{})
+	secret, err := suite.Kube.CoreV1().Secrets(ns).Get(ctx, "pi-ssh", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestUpstreamPi(t *testing.T) {
 		!strings.HasPrefix(string(secret.Data["ssh-publickey"]), "ecdsa-sha2-nistp521 ") {
 		t.Errorf("Secret pi-ssh of type %s with keys %v, want kubernetes.io/ssh-auth with an ECDSA key pair", secret.Type, secret.Data)
 	}
-	cm, err := suite.kube.CoreV1().ConfigMaps(ns).Get(ctx, "pi-config", metav1.GetOptions{})
+	cm, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "pi-config", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestUpstreamPi(t *testing.T) {
 		}
 	}
 
-	lj, err := suite.kube.BatchV1().Jobs(ns).Get(ctx, "pi-launcher", metav1.GetOptions{})
+	lj, err := suite.Kube.BatchV1().Jobs(ns).Get(ctx, "pi-launcher", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestUpstreamPi(t *testing.T) {
 	if done.Status.CompletionTime == nil || hasCondition(done, kubeflow.JobRunning, corev1.ConditionTrue, "") {
 		t.Errorf("a succeeded job with conditions %s and completionTime %v", conditionsOf(done), done.Status.CompletionTime)
 	}
-	eventually(t, "the running workers of a finished job to go", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the running workers of a finished job to go", func() (bool, error) {
 		return len(workerPods(t, ns, "pi", true)) == 0, nil
 	})
 
@@ -192,10 +193,10 @@ func TestManagedElsewhere(t *testing.T) {
 // ConfigMap is left as it is, and the job runs once it is gone.
 func TestForeignConfigMap(t *testing.T) {
 	t.Parallel()
-	ns := jobNamespace(t)
+	ns := suite.Namespace(t)
 	startController(t, ns, nil)
 	ctx := context.Background()
-	cms := suite.kube.CoreV1().ConfigMaps(ns)
+	cms := suite.Kube.CoreV1().ConfigMaps(ns)
 	foreign, err := cms.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "blocked-config"},
 		Data:       map[string]string{"settings": "someone else's"},
@@ -247,7 +248,7 @@ func upstreamChildren(t *testing.T, job *kubeflow.MPIJob) {
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, kubeflow.SchemeGroupVersionKind)},
 		}
 	}
-	core := suite.kube.CoreV1()
+	core := suite.Kube.CoreV1()
 	_, err := core.Services(ns).Create(ctx, &corev1.Service{
 		ObjectMeta: meta(name),
 		Spec: corev1.ServiceSpec{
@@ -314,7 +315,7 @@ func upstreamChildren(t *testing.T, job *kubeflow.MPIJob) {
 	}
 	launcherLabels := podLabelsOf(name, "launcher")
 	launcherLabels[labelIndex] = "0"
-	_, err = suite.kube.BatchV1().Jobs(ns).Create(ctx, &batchv1.Job{
+	_, err = suite.Kube.BatchV1().Jobs(ns).Create(ctx, &batchv1.Job{
 		ObjectMeta: meta(name + "-launcher"),
 		Spec: batchv1.JobSpec{
 			BackoffLimit: new(int32(6)),
@@ -354,7 +355,7 @@ func upstreamChildren(t *testing.T, job *kubeflow.MPIJob) {
 func listUpstream(t *testing.T, ns, job string, workers []corev1.Pod) {
 	t.Helper()
 	ctx := context.Background()
-	cms := suite.kube.CoreV1().ConfigMaps(ns)
+	cms := suite.Kube.CoreV1().ConfigMaps(ns)
 	cm, err := cms.Get(ctx, job+"-config", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -380,15 +381,15 @@ func uids(t *testing.T, ns string) map[string]types.UID {
 		var err error
 		switch kind {
 		case "Pod":
-			m, err = suite.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			m, err = suite.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		case "Service":
-			m, err = suite.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+			m, err = suite.Kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 		case "ConfigMap":
-			m, err = suite.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+			m, err = suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		case "Secret":
-			m, err = suite.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+			m, err = suite.Kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		case "Job":
-			m, err = suite.kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+			m, err = suite.Kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 		}
 		if err != nil {
 			t.Fatalf("getting %s: %v", o, err)
@@ -403,12 +404,12 @@ func uids(t *testing.T, ns string) map[string]types.UID {
 // replaced, nothing created, nothing blocked) and the job runs on.
 func TestAdoptUpstreamChildren(t *testing.T) {
 	t.Parallel()
-	ns := jobNamespace(t)
+	ns := suite.Namespace(t)
 	ctx := context.Background()
 	job := createJob(t, validJob(ns, "legacy", 2))
 	upstreamChildren(t, job)
 	var workers []corev1.Pod
-	eventually(t, "upstream's workers to run", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "upstream's workers to run", func() (bool, error) {
 		workers = workerPods(t, ns, "legacy", true)
 		return len(workers) == 2 && workers[0].Status.Phase == corev1.PodRunning && workers[1].Status.Phase == corev1.PodRunning, nil
 	})
@@ -430,7 +431,7 @@ func TestAdoptUpstreamChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := uids(t, ns)
-	secret, err := suite.kube.CoreV1().Secrets(ns).Get(ctx, "legacy-ssh", metav1.GetOptions{})
+	secret, err := suite.Kube.CoreV1().Secrets(ns).Get(ctx, "legacy-ssh", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +439,7 @@ func TestAdoptUpstreamChildren(t *testing.T) {
 	h := recordHistory(t, ns)
 	requests := &requestLog{}
 	startController(t, ns, requests.config())
-	eventually(t, "the controller to take the job over", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the controller to take the job over", func() (bool, error) {
 		got := getJob(t, ns, "legacy")
 		return got.Status.LastReconcileTime != nil && hasCondition(got, kubeflow.JobRunning, corev1.ConditionTrue, ""), nil
 	})
@@ -473,7 +474,7 @@ func TestAdoptUpstreamChildren(t *testing.T) {
 			t.Errorf("a warning: %s", e)
 		}
 	}
-	kept, err := suite.kube.CoreV1().Secrets(ns).Get(ctx, "legacy-ssh", metav1.GetOptions{})
+	kept, err := suite.Kube.CoreV1().Secrets(ns).Get(ctx, "legacy-ssh", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +490,7 @@ func TestAdoptUpstreamChildren(t *testing.T) {
 // pod the job's.
 func TestRestartMidScale(t *testing.T) {
 	t.Parallel()
-	ns := jobNamespace(t)
+	ns := suite.Namespace(t)
 	h := recordHistory(t, ns)
 	slow := &requestLog{holdCreates: 500 * time.Millisecond}
 	first := startController(t, ns, slow.config())
@@ -497,7 +498,7 @@ func TestRestartMidScale(t *testing.T) {
 	runningWorkers(t, ns, "restart", 1)
 
 	scaleJob(t, ns, "restart", 6)
-	eventually(t, "the first new worker", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the first new worker", func() (bool, error) {
 		return len(workerPods(t, ns, "restart", false)) >= 2, nil
 	})
 	first.stop()
@@ -526,7 +527,7 @@ func TestRestartMidScale(t *testing.T) {
 	if ever := h.workersEver("restart"); len(ever) != 6 {
 		t.Errorf("the job had workers %v, want 6 pods in all", ever)
 	}
-	list, err := suite.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	list, err := suite.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,14 +547,14 @@ func TestRestartMidScale(t *testing.T) {
 // workers.
 func TestStrippedChildIsAdopted(t *testing.T) {
 	t.Parallel()
-	ns := jobNamespace(t)
+	ns := suite.Namespace(t)
 	startController(t, ns, nil)
 	ctx := context.Background()
 	createJob(t, validJob(ns, "bare", 2))
 	runningWorkers(t, ns, "bare", 2)
 	before := uids(t, ns)
 
-	core := suite.kube.CoreV1()
+	core := suite.Kube.CoreV1()
 	strip := []byte(`{"metadata":{"labels":null}}`)
 	patches := map[string]func() error{
 		"ConfigMap/bare-config": func() error {
@@ -578,7 +579,7 @@ func TestStrippedChildIsAdopted(t *testing.T) {
 			t.Fatalf("stripping the labels of %s: %v", what, err)
 		}
 	}
-	eventually(t, "every stripped child to get its labels back", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "every stripped child to get its labels back", func() (bool, error) {
 		cm, err := core.ConfigMaps(ns).Get(ctx, "bare-config", metav1.GetOptions{})
 		if err != nil {
 			return false, err

@@ -17,7 +17,7 @@ import (
 
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 	kubeflow "github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
@@ -39,7 +39,7 @@ var (
 func TestUndecodableJobsAreSkipped(t *testing.T) {
 	ctx := context.Background()
 	ns := jobNamespace(t)
-	dyn, err := dynamic.NewForConfig(suite.config)
+	dyn, err := dynamic.NewForConfig(suite.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestUndecodableJobsAreSkipped(t *testing.T) {
 	if err := applyCRD(crd); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "v1 not served", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "v1 not served", func() (bool, error) {
 		_, err := legacy.Namespace(ns).List(ctx, metav1.ListOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -79,7 +79,7 @@ func TestUndecodableJobsAreSkipped(t *testing.T) {
 	before := testutil.ToFloat64(metrics.UndecodableObjects.WithLabelValues("mpijobs"))
 	running := startController(t, ns, nil)
 	createJob(t, elasticJob(ns, "fine", 1, 1, 3, 0))
-	eventually(t, "fine-worker-0 listed", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "fine-worker-0 listed", func() (bool, error) {
 		return slices.Equal(listedWorkers(t, ns, "fine"), []string{"fine-worker-0"}), nil
 	})
 	waitForEvent(t, ns, "poisoned", "Warning", tolerant.ReasonUndecodable, "slotsPerWorker")
@@ -92,26 +92,26 @@ func TestUndecodableJobsAreSkipped(t *testing.T) {
 	running.stop()
 	startController(t, ns, nil)
 	scaleJob(t, ns, "fine", 2)
-	eventually(t, "fine-worker-1 listed", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "fine-worker-1 listed", func() (bool, error) {
 		return slices.Equal(listedWorkers(t, ns, "fine"), []string{"fine-worker-0", "fine-worker-1"}), nil
 	})
 
 	// A job poisoned while the controller watches it leaves the cache; the
 	// others go on; fixed, it is taken up again.
 	createJob(t, elasticJob(ns, "late", 1, 1, 3, 0))
-	eventually(t, "late-worker-0 listed", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "late-worker-0 listed", func() (bool, error) {
 		return slices.Equal(listedWorkers(t, ns, "late"), []string{"late-worker-0"}), nil
 	})
 	serveLegacyVersion(t)
 	patchSlots(t, legacy, ns, "late", `"many"`)
 	waitForEvent(t, ns, "late", "Warning", tolerant.ReasonUndecodable, "slotsPerWorker")
 	scaleJob(t, ns, "fine", 3)
-	eventually(t, "fine-worker-2 listed", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "fine-worker-2 listed", func() (bool, error) {
 		return slices.Equal(listedWorkers(t, ns, "fine"), []string{"fine-worker-0", "fine-worker-1", "fine-worker-2"}), nil
 	})
 	patchSlots(t, dyn.Resource(servedMPIJobs), ns, "late", `1`)
 	scaleJob(t, ns, "late", 2)
-	eventually(t, "late-worker-1 listed", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "late-worker-1 listed", func() (bool, error) {
 		return slices.Equal(listedWorkers(t, ns, "late"), []string{"late-worker-0", "late-worker-1"}), nil
 	})
 }
@@ -119,7 +119,7 @@ func TestUndecodableJobsAreSkipped(t *testing.T) {
 // serveLegacyVersion serves v1 with a schema that keeps anything.
 func serveLegacyVersion(t *testing.T) {
 	t.Helper()
-	if err := testcluster.ServeLoosely(kubectl, crdName, legacyMPIJobs.Version); err != nil {
+	if err := harness.ServeLoosely(kubectl, crdName, legacyMPIJobs.Version); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -129,7 +129,7 @@ func serveLegacyVersion(t *testing.T) {
 func patchSlots(t *testing.T, r dynamic.NamespaceableResourceInterface, ns, name, value string) {
 	t.Helper()
 	patch := []byte(`{"spec":{"slotsPerWorker":` + value + `}}`)
-	if err := testcluster.PatchWhenServed(context.Background(), r.Namespace(ns), name, patch); err != nil {
+	if err := harness.PatchWhenServed(context.Background(), r.Namespace(ns), name, patch); err != nil {
 		t.Fatalf("patching slotsPerWorker of %s: %v", name, err)
 	}
 }

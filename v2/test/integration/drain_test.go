@@ -9,7 +9,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 )
 
 // TestDrainCountsFromTheUnlistingWrite: while an admission policy refuses
@@ -29,25 +29,25 @@ func TestDrainCountsFromTheUnlistingWrite(t *testing.T) {
 	running := startController(t, ns, nil)
 	createJob(t, elasticJob(ns, "shrink", 3, 1, 3, int32(drain/time.Second)))
 	settled(t, ns, "shrink", 3)
-	rec, err := testcluster.RecordDrain(ctx, suite.kube, ns, "shrink-config", labelJobRole+"=worker,"+labelJobName+"=shrink")
+	rec, err := harness.RecordDrain(ctx, suite.Kube, ns, "shrink-config", labelJobRole+"=worker,"+labelJobName+"=shrink")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(rec.Stop)
 
-	allow, err := testcluster.RefuseUpdates(ctx, suite.kube, "hold-files-"+ns, ns, admissionv1.Rule{
+	allow, err := harness.RefuseUpdates(ctx, suite.Kube, "hold-files-"+ns, ns, admissionv1.Rule{
 		APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"},
 	}, "object.metadata.name != 'shrink-config'", "the files are held")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = allow() })
-	eventually(t, "the API server to refuse writes of shrink-config", func() (bool, error) {
-		cm, err := suite.kube.CoreV1().ConfigMaps(ns).Get(ctx, "shrink-config", metav1.GetOptions{})
+	harness.Eventually(t, poll, waitTimeout, "the API server to refuse writes of shrink-config", func() (bool, error) {
+		cm, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "shrink-config", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		_, err = suite.kube.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err = suite.Kube.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "the files are held"), nil
 	})
 	scaleJob(t, ns, "shrink", 1)

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeflow/mpi-operator/pkg/engine"
+	"github.com/kubeflow/mpi-operator/test/harness"
 	kubeflow "github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 	"github.com/kubeflow/mpi-operator/v2/pkg/controller"
 )
@@ -23,7 +24,7 @@ import (
 func settled(t *testing.T, ns, job string, n int) []corev1.Pod {
 	t.Helper()
 	pods := runningWorkers(t, ns, job, n)
-	eventually(t, fmt.Sprintf("%s to settle at %d workers", job, n), func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("%s to settle at %d workers", job, n), func() (bool, error) {
 		j := getJob(t, ns, job)
 		w := j.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker]
 		return w != nil && w.Active == int32(n) && jobCondition(j, "Resizing") == nil &&
@@ -127,12 +128,12 @@ func TestFailedWorker(t *testing.T) {
 
 		// Indices 0 and 1 were used.
 		replacement := workerNames("replace", 2)[0]
-		eventually(t, "the replacement to run and be listed", func() (bool, error) {
+		harness.Eventually(t, poll, waitTimeout, "the replacement to run and be listed", func() (bool, error) {
 			listed := listedWorkers(t, ns, "replace")
 			return slices.Equal(listed, workerNames("replace", 0, 2)) &&
 				podPhase(t, ns, replacement) == corev1.PodRunning, nil
 		})
-		eventually(t, victim+" to name its replacement", func() (bool, error) {
+		harness.Eventually(t, poll, waitTimeout, victim+" to name its replacement", func() (bool, error) {
 			for _, p := range workerPods(t, ns, "replace", false) {
 				if p.Name == victim {
 					return p.Annotations[annotationReplacedBy] == replacement, nil
@@ -156,7 +157,7 @@ func TestFailedWorker(t *testing.T) {
 
 	t.Run("fixed", func(t *testing.T) {
 		t.Parallel()
-		ns := jobNamespace(t)
+		ns := suite.Namespace(t)
 		startController(t, ns, nil)
 		createJob(t, validJob(ns, "evicted", 2))
 		pods := runningWorkers(t, ns, "evicted", 2)
@@ -169,7 +170,7 @@ func TestFailedWorker(t *testing.T) {
 		}
 		waitForEvent(t, ns, "evicted", corev1.EventTypeWarning, "MPIJobEvicted", "evicted")
 		// The failed job's launcher stops: its Job is suspended.
-		eventually(t, "the launcher Job of the failed job to be suspended", func() (bool, error) {
+		harness.Eventually(t, poll, waitTimeout, "the launcher Job of the failed job to be suspended", func() (bool, error) {
 			lj := launcherJob(t, ns, "evicted")
 			return lj != nil && lj.Spec.Suspend != nil && *lj.Spec.Suspend, nil
 		})
@@ -182,7 +183,7 @@ func TestFailedWorker(t *testing.T) {
 // podPhase is a pod's phase; empty when it does not exist.
 func podPhase(t *testing.T, ns, name string) corev1.PodPhase {
 	t.Helper()
-	p, err := suite.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	p, err := suite.Kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		if ignoreNotFound(err) != nil {
 			t.Fatalf("getting pod %s: %v", name, err)
@@ -200,7 +201,7 @@ func podPhase(t *testing.T, ns, name string) corev1.PodPhase {
 // listed, and the condition goes.
 func TestFlappingJobHeldAtItsBound(t *testing.T) {
 	t.Parallel()
-	ns := jobNamespace(t)
+	ns := suite.Namespace(t)
 	runController(t, nil, controller.Config{Namespace: ns, MaxWorkerPods: 4})
 	createJob(t, elasticJob(ns, "flap", 4, 1, 4, 5))
 	runningWorkers(t, ns, "flap", 4)
@@ -224,7 +225,7 @@ func TestFlappingJobHeldAtItsBound(t *testing.T) {
 	defer stop()
 
 	scaleJob(t, ns, "flap", 1)
-	eventually(t, "discover_hosts.sh to list one worker and its 3 victims to drain", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "discover_hosts.sh to list one worker and its 3 victims to drain", func() (bool, error) {
 		draining := 0
 		for _, p := range workerPods(t, ns, "flap", true) {
 			if _, ok := p.Annotations[annotationDrainingSince]; ok {
@@ -242,7 +243,7 @@ func TestFlappingJobHeldAtItsBound(t *testing.T) {
 		t.Errorf("the Blocked condition says %q, want it to name the bound of 4 and say that workers wait", msg)
 	}
 	runningWorkers(t, ns, "flap", 4)
-	eventually(t, "the Blocked condition to go", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the Blocked condition to go", func() (bool, error) {
 		return !hasCondition(getJob(t, ns, "flap"), "Blocked", corev1.ConditionTrue, "WorkersAtBound"), nil
 	})
 	stop()

@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	schedclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
+	"github.com/kubeflow/mpi-operator/test/harness"
 	kubeflow "github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 	clientset "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned"
 	mpiclient "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned/typed/kubeflow/v2beta1"
@@ -55,21 +56,12 @@ const (
 // refuses them until the namespace's default ServiceAccount exists.
 func jobNamespace(t *testing.T) string {
 	t.Helper()
-	ns := newNamespace(t)
-	eventually(t, "the default ServiceAccount of "+ns, func() (bool, error) {
-		_, err := suite.kube.CoreV1().ServiceAccounts(ns).Get(context.Background(), "default", metav1.GetOptions{})
+	ns := suite.Namespace(t)
+	harness.Eventually(t, poll, waitTimeout, "the default ServiceAccount of "+ns, func() (bool, error) {
+		_, err := suite.Kube.CoreV1().ServiceAccounts(ns).Get(context.Background(), "default", metav1.GetOptions{})
 		return err == nil, ignoreNotFound(err)
 	})
 	return ns
-}
-
-// eventually waits until done reports true, at most waitTimeout, and fails
-// the test on an error or the timeout.
-func eventually(t *testing.T, what string, done func() (bool, error)) {
-	t.Helper()
-	if err := poll(waitTimeout, done); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 // holds checks, every 100ms for d, that ok stays true, and fails the test
@@ -110,7 +102,7 @@ func startController(t *testing.T, ns string, config *rest.Config) *runningContr
 func runController(t *testing.T, config *rest.Config, cfg controller.Config) *runningController {
 	t.Helper()
 	if config == nil {
-		config = suite.config
+		config = suite.Config
 	}
 	kube, err := kubernetes.NewForConfig(config)
 	if err != nil {
@@ -275,7 +267,7 @@ func hasCondition(job *kubeflow.MPIJob, ct kubeflow.JobConditionType, s corev1.C
 func waitForCondition(t *testing.T, ns, name string, ct kubeflow.JobConditionType, reason string) *kubeflow.MPIJob {
 	t.Helper()
 	var job *kubeflow.MPIJob
-	eventually(t, fmt.Sprintf("MPIJob %s to have %s=True %s", name, ct, reason), func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("MPIJob %s to have %s=True %s", name, ct, reason), func() (bool, error) {
 		var err error
 		job, err = jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil && hasCondition(job, ct, corev1.ConditionTrue, reason), err
@@ -296,7 +288,7 @@ func conditionsOf(job *kubeflow.MPIJob) string {
 // name order.
 func workerPods(t *testing.T, ns, job string, live bool) []corev1.Pod {
 	t.Helper()
-	list, err := suite.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
+	list, err := suite.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
 		LabelSelector: labelJobName + "=" + job + "," + labelJobRole + "=worker",
 	})
 	if err != nil {
@@ -346,7 +338,7 @@ func runningWorkers(t *testing.T, ns, job string, n int) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
 	var listed []string
-	eventually(t, fmt.Sprintf("%d Running workers of %s, all listed", n, job), func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("%d Running workers of %s, all listed", n, job), func() (bool, error) {
 		pods = workerPods(t, ns, job, true)
 		listed = listedWorkers(t, ns, job)
 		if len(pods) != n || !slices.Equal(listed, podNames(pods)) {
@@ -390,7 +382,7 @@ func scriptWorkers(script string) []string {
 // now; none while it has no ConfigMap.
 func listedWorkers(t *testing.T, ns, job string) []string {
 	t.Helper()
-	cm, err := suite.kube.CoreV1().ConfigMaps(ns).Get(context.Background(), job+"-config", metav1.GetOptions{})
+	cm, err := suite.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), job+"-config", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -403,7 +395,7 @@ func listedWorkers(t *testing.T, ns, job string) []string {
 // jobEvents returns the events about the MPIJob as "Type/Reason: message".
 func jobEvents(t *testing.T, ns, name string) []string {
 	t.Helper()
-	list, err := suite.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+	list, err := suite.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
 		FieldSelector: "involvedObject.kind=MPIJob,involvedObject.name=" + name,
 	})
 	if err != nil {
@@ -421,7 +413,7 @@ func jobEvents(t *testing.T, ns, name string) []string {
 func waitForEvent(t *testing.T, ns, name, eventType, reason, text string) string {
 	t.Helper()
 	var found string
-	eventually(t, fmt.Sprintf("a %s event %s about %s that mentions %q", eventType, reason, name, text), func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("a %s event %s about %s that mentions %q", eventType, reason, name, text), func() (bool, error) {
 		for _, e := range jobEvents(t, ns, name) {
 			if msg, ok := strings.CutPrefix(e, eventType+"/"+reason+": "); ok && strings.Contains(msg, text) {
 				found = msg
@@ -437,7 +429,7 @@ func waitForEvent(t *testing.T, ns, name, eventType, reason, text string) string
 // with what change makes of it, as a kubelet reports it.
 func setPodStatus(t *testing.T, ns, name string, change func(*corev1.PodStatus)) {
 	t.Helper()
-	pods := suite.kube.CoreV1().Pods(ns)
+	pods := suite.Kube.CoreV1().Pods(ns)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p, err := pods.Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -495,7 +487,7 @@ func evict(s *corev1.PodStatus) {
 func objectsOf(t *testing.T, ns string) []string {
 	t.Helper()
 	ctx := context.Background()
-	core := suite.kube.CoreV1()
+	core := suite.Kube.CoreV1()
 	var out []string
 	add := func(kind string, names ...string) {
 		for _, n := range names {
@@ -530,7 +522,7 @@ func objectsOf(t *testing.T, ns string) []string {
 	for _, s := range secrets.Items {
 		add("Secret", s.Name)
 	}
-	batchJobs, err := suite.kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	batchJobs, err := suite.Kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +563,7 @@ type requestLog struct {
 
 // config is the suite's client configuration, wrapped.
 func (l *requestLog) config() *rest.Config {
-	c := rest.CopyConfig(suite.config)
+	c := rest.CopyConfig(suite.Config)
 	c.Wrap(func(next http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			resp, err := next.RoundTrip(req)

@@ -17,6 +17,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
+	"github.com/kubeflow/mpi-operator/test/harness"
 	kubeflow "github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 	"github.com/kubeflow/mpi-operator/v2/pkg/controller"
 )
@@ -64,7 +65,7 @@ func gangTest(t *testing.T) (string, schedclient.Interface) {
 	}
 	ns := jobNamespace(t)
 	runController(t, nil, controller.Config{Namespace: ns, GangSchedulerName: gangSchedulerName})
-	sched, err := schedclient.NewForConfig(suite.config)
+	sched, err := schedclient.NewForConfig(suite.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func gangTest(t *testing.T) (string, schedclient.Interface) {
 func podGroupOf(t *testing.T, sched schedclient.Interface, ns, job string, minMember int32) *schedv1alpha1.PodGroup {
 	t.Helper()
 	var pg *schedv1alpha1.PodGroup
-	eventually(t, fmt.Sprintf("PodGroup %s with minMember %d", job, minMember), func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, fmt.Sprintf("PodGroup %s with minMember %d", job, minMember), func() (bool, error) {
 		var err error
 		pg, err = sched.SchedulingV1alpha1().PodGroups(ns).Get(context.Background(), job, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -108,7 +109,7 @@ func TestSchedulerPluginsGang(t *testing.T) {
 	if got := pg.Spec.MinResources.Cpu(); got.Cmp(resource.MustParse("2500m")) != 0 {
 		t.Errorf("PodGroup minResources cpu %s, want 2500m", got)
 	}
-	eventually(t, "two workers of the gang", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "two workers of the gang", func() (bool, error) {
 		return len(workerPods(t, ns, "gang", true)) == 2, nil
 	})
 	for _, p := range workerPods(t, ns, "gang", true) {
@@ -121,7 +122,7 @@ func TestSchedulerPluginsGang(t *testing.T) {
 	podGroupOf(t, sched, ns, "gang", 4)
 
 	editJob(t, ns, "gang", func(j *kubeflow.MPIJob) { j.Spec.RunPolicy.Suspend = new(true) })
-	eventually(t, "the suspended job's PodGroup gone", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the suspended job's PodGroup gone", func() (bool, error) {
 		_, err := sched.SchedulingV1alpha1().PodGroups(ns).Get(context.Background(), "gang", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), ignoreNotFound(err)
 	})
@@ -135,7 +136,7 @@ func TestSchedulerPluginsElasticGang(t *testing.T) {
 	createJob(t, elasticJob(ns, "egang", 3, 2, 5, 1))
 	podGroupOf(t, sched, ns, "egang", 3)
 	scaleJob(t, ns, "egang", 5)
-	eventually(t, "five workers", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "five workers", func() (bool, error) {
 		return len(workerPods(t, ns, "egang", true)) == 5, nil
 	})
 	holds(t, 2*time.Second, "the gang after the scale-out", func() (bool, string) {

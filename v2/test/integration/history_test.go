@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/kubeflow/mpi-operator/test/harness"
 	kubeflow "github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
@@ -66,7 +67,7 @@ func recordHistory(t *testing.T, ns string) *history {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &history{t: t, cancel: cancel}
-	core := suite.kube.CoreV1()
+	core := suite.Kube.CoreV1()
 	h.watch(ctx, "Pod",
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return core.Pods(ns).List(ctx, o)
@@ -77,7 +78,7 @@ func recordHistory(t *testing.T, ns string) *history {
 			return core.ConfigMaps(ns).List(ctx, o)
 		},
 		core.ConfigMaps(ns).Watch)
-	slices := suite.kube.DiscoveryV1().EndpointSlices(ns)
+	slices := suite.Kube.DiscoveryV1().EndpointSlices(ns)
 	h.watch(ctx, "EndpointSlice",
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return slices.List(ctx, o) },
 		slices.Watch)
@@ -188,7 +189,7 @@ func (h *history) finish() {
 			}
 			want[m.GetName()] = revision(h.t, m.GetResourceVersion())
 		}
-		eventually(h.t, "the watch of "+src.kind+"s to catch up", func() (bool, error) {
+		harness.Eventually(h.t, poll, waitTimeout, "the watch of "+src.kind+"s to catch up", func() (bool, error) {
 			return h.caughtUp(src.kind, want, now), nil
 		})
 	}

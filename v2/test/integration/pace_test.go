@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 	"github.com/kubeflow/mpi-operator/v2/pkg/controller"
 )
 
@@ -16,21 +16,21 @@ import (
 // alone, so that the count of held syncs is its own.
 func TestFlappingJobKeepsItsPace(t *testing.T) {
 	const rate = 4 << 10
-	ns := jobNamespace(t)
+	ns := suite.Namespace(t)
 	h := recordHistory(t, ns)
 	runController(t, nil, controller.Config{Namespace: ns, WriteBytesPerSecond: rate})
 	createJob(t, elasticJob(ns, "pace", 4, 1, 4, 1))
 	runningWorkers(t, ns, "pace", 4)
-	eventually(t, "four workers listed", func() (bool, error) { return len(listedWorkers(t, ns, "pace")) == 4, nil })
-	writes, err := testcluster.RecordWrites(context.Background(), suite.kube, ns, "pace-config", "")
+	harness.Eventually(t, poll, waitTimeout, "four workers listed", func() (bool, error) { return len(listedWorkers(t, ns, "pace")) == 4, nil })
+	writes, err := harness.RecordWrites(context.Background(), suite.Kube, ns, "pace-config", "")
 	if err != nil {
 		t.Fatalf("watching the ConfigMap: %v", err)
 	}
 	defer writes.Stop()
 
-	start := testcluster.Flap(func(n int32) { scaleJob(t, ns, "pace", n) }, 1, 4, 40, 50*time.Millisecond)
+	start := harness.Flap(func(n int32) { scaleJob(t, ns, "pace", n) }, 1, 4, 40, 50*time.Millisecond)
 	scaleJob(t, ns, "pace", 2)
-	eventually(t, "two workers listed and the others gone", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "two workers listed and the others gone", func() (bool, error) {
 		return len(listedWorkers(t, ns, "pace")) == 2 && len(workerPods(t, ns, "pace", false)) == 2, nil
 	})
 	writes.Stop()

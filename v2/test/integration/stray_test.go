@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubeflow/mpi-operator/test/harness"
 	"github.com/kubeflow/mpi-operator/v2/pkg/controller"
 )
 
@@ -16,19 +17,19 @@ import (
 // with the workers it asks for, listed, and deletes none while listed.
 func TestStrayWorkerIsAdopted(t *testing.T) {
 	t.Parallel()
-	ns := jobNamespace(t)
+	ns := suite.Namespace(t)
 	h := recordHistory(t, ns)
 	runController(t, nil, controller.Config{Namespace: ns})
 	createJob(t, elasticJob(ns, "stray", 2, 1, 4, 1))
 	runningWorkers(t, ns, "stray", 2)
-	eventually(t, "two workers listed", func() (bool, error) { return len(listedWorkers(t, ns, "stray")) == 2, nil })
+	harness.Eventually(t, poll, waitTimeout, "two workers listed", func() (bool, error) { return len(listedWorkers(t, ns, "stray")) == 2, nil })
 
 	strip := []byte(`{"metadata":{"labels":{"` + labelJobName + `":null}}}`)
-	if _, err := suite.kube.CoreV1().Pods(ns).Patch(context.Background(), "stray-worker-1", types.MergePatchType, strip, metav1.PatchOptions{}); err != nil {
+	if _, err := suite.Kube.CoreV1().Pods(ns).Patch(context.Background(), "stray-worker-1", types.MergePatchType, strip, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("taking the label away: %v", err)
 	}
-	eventually(t, "every pod of the job labelled again, and two workers listed", func() (bool, error) {
-		pods, err := suite.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	harness.Eventually(t, poll, waitTimeout, "every pod of the job labelled again, and two workers listed", func() (bool, error) {
+		pods, err := suite.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}

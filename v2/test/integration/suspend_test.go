@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeflow/mpi-operator/test/harness"
 	kubeflow "github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
@@ -50,7 +51,7 @@ func preempt(t *testing.T, ns, name string) *kubeflow.MPIJob {
 // launcherJob returns the job's launcher Job; nil while there is none.
 func launcherJob(t *testing.T, ns, job string) *batchv1.Job {
 	t.Helper()
-	lj, err := suite.kube.BatchV1().Jobs(ns).Get(context.Background(), job+"-launcher", metav1.GetOptions{})
+	lj, err := suite.Kube.BatchV1().Jobs(ns).Get(context.Background(), job+"-launcher", metav1.GetOptions{})
 	if err != nil {
 		if ignoreNotFound(err) != nil {
 			t.Fatal(err)
@@ -70,7 +71,7 @@ func runsOn(t *testing.T, ns, job string, workers int, node string) []corev1.Pod
 			t.Errorf("worker %s runs on %q, want %s", p.Name, p.Spec.NodeName, node)
 		}
 	}
-	err := poll(waitTimeout, func() (bool, error) {
+	err := poll.Until(context.Background(), waitTimeout, func() (bool, error) {
 		lj := launcherJob(t, ns, job)
 		return lj != nil && lj.Spec.Suspend != nil && !*lj.Spec.Suspend &&
 			maps.Equal(lj.Spec.Template.Spec.NodeSelector, map[string]string{nodeLabel: node}), nil
@@ -143,7 +144,7 @@ func suspendResume(t *testing.T, elastic bool, readmitOn string) {
 	}
 
 	preemptedAt := revision(t, preempt(t, ns, "queued").ResourceVersion)
-	eventually(t, "the preempted job to stop", func() (bool, error) {
+	harness.Eventually(t, poll, waitTimeout, "the preempted job to stop", func() (bool, error) {
 		lj := launcherJob(t, ns, "queued")
 		j := getJob(t, ns, "queued")
 		return len(workerPods(t, ns, "queued", false)) == 0 && lj != nil && lj.Spec.Suspend != nil && *lj.Spec.Suspend &&

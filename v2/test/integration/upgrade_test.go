@@ -137,7 +137,7 @@ func getCRD(t *testing.T) crdState {
 func createThrough(t *testing.T, version, ns, name string) {
 	t.Helper()
 	var out string
-	err := poll(30*time.Second, func() (bool, error) {
+	err := poll.Until(context.Background(), 30*time.Second, func() (bool, error) {
 		var err error
 		out, err = kubectlStdin(legacyJob(version, ns, name), "create", "-f", "-")
 		return err == nil, nil
@@ -202,14 +202,14 @@ func checkUpgraded(t *testing.T, ns string, storedBefore []string, jobs []string
 func TestCRDOverUpstreamKustomizeInstall(t *testing.T) {
 	deleteCRD(t)
 	restoreCRD(t)
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	versions := []string{"v1alpha2", "v1", "v2beta1"}
 
 	// First v1 stores, then v2beta1: storedVersions [v1 v2beta1].
 	if out, err := kubectlStdin(legacyCRD("v1", versions...), "apply", "-f", "-"); err != nil {
 		t.Fatalf("the v1-storing CRD: %v\n%s", err, out)
 	}
-	if err := waitEstablished(); err != nil {
+	if err := suite.WaitEstablished(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	createThrough(t, "v1", ns, "stored-as-v1")
@@ -234,8 +234,8 @@ func TestCRDOverUpstreamKustomizeInstall(t *testing.T) {
 func TestCRDOverOwnV1Install(t *testing.T) {
 	deleteCRD(t)
 	restoreCRD(t)
-	ns := newNamespace(t)
-	if err := applyCRD(filepath.Join(suite.repo, "manifests", "base", "crd.yaml")); err != nil {
+	ns := suite.Namespace(t)
+	if err := applyCRD(filepath.Join(suite.Root, "manifests", "base", "crd.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	createThrough(t, "v1", ns, "v1-job")
@@ -250,7 +250,7 @@ func TestCRDOverOwnV1Install(t *testing.T) {
 
 	// Nothing of the stored v1 job is lost: going back to the v1 install
 	// serves v1 again, with the fields that v2beta1 does not know.
-	if err := applyCRD(filepath.Join(suite.repo, "manifests", "base", "crd.yaml")); err != nil {
+	if err := applyCRD(filepath.Join(suite.Root, "manifests", "base", "crd.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	var out string
@@ -270,7 +270,7 @@ func TestCRDOverOwnV1Install(t *testing.T) {
 // (namespace kubeflow) for kubeflow. The Deployment's selector is
 // immutable, so the apply fails unless it is the same.
 func TestOverlaysOverUpstreamInstalls(t *testing.T) {
-	upstream := filepath.Join(suite.repo, "test", "e2e", "testdata", "upstream")
+	upstream := filepath.Join(suite.Root, "test", "e2e", "testdata", "upstream")
 	for _, tc := range []struct {
 		overlay, install, namespace string
 	}{
@@ -286,7 +286,7 @@ func TestOverlaysOverUpstreamInstalls(t *testing.T) {
 			if out, err := kubectl("apply", "-f", filepath.Join(upstream, tc.install)); err != nil {
 				t.Fatalf("upstream install %s: %v\n%s", tc.install, err, out)
 			}
-			if err := waitEstablished(); err != nil {
+			if err := suite.WaitEstablished(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			overlay := filepath.Join(suite.module, "manifests", "overlays", tc.overlay)
@@ -298,7 +298,7 @@ func TestOverlaysOverUpstreamInstalls(t *testing.T) {
 			if err != nil || !strings.Contains(out, `["/mpi-operator-v2"]`) || strings.Contains(out, "alsologtostderr") {
 				t.Errorf("the Deployment after the apply runs %q (%v), want the v2 binary and its arguments", out, err)
 			}
-			if err := waitEstablished(); err != nil {
+			if err := suite.WaitEstablished(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			stores := func(v crdVersion) bool { return v.Name == "v2beta1" && v.Storage }

@@ -2,9 +2,7 @@ package kueue
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -17,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeflow/mpi-operator/test/harness"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
@@ -44,7 +42,7 @@ var workloads = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v
 // admits the first (the controller then runs it on the flavor's nodes) and
 // keeps the second suspended, without pods, until the first finishes.
 func TestKueueAdmitsElasticJobsAgainstQuota(t *testing.T) {
-	ns := newNamespace(t)
+	ns := suite.Namespace(t)
 	queue := createQueues(t, ns)
 
 	first := createJob(t, ns, "first", queue)
@@ -56,7 +54,7 @@ func TestKueueAdmitsElasticJobsAgainstQuota(t *testing.T) {
 	second := createJob(t, ns, "second", queue)
 	secondWL, secondUID := waitWorkload(t, second, "")
 	// Kueue has tried and failed to fit it: QuotaReserved is False.
-	eventually(t, 30*time.Second, "the second job's Workload to be found pending", func() (bool, string) {
+	harness.Eventually(t, poll, 30*time.Second, "the second job's Workload to be found pending", func() (bool, string) {
 		wl := getWorkload(t, ns, secondWL)
 		status, reason, msg := condition(wl, "QuotaReserved")
 		return status == "False" && reason == "Pending", fmt.Sprintf("QuotaReserved=%q reason %q: %s", status, reason, msg)
@@ -71,7 +69,7 @@ func TestKueueAdmitsElasticJobsAgainstQuota(t *testing.T) {
 
 	// The first job ends: its launcher pod exits 0.
 	finishLauncher(t, first)
-	eventually(t, time.Minute, "the first job to succeed", func() (bool, string) {
+	harness.Eventually(t, poll, time.Minute, "the first job to succeed", func() (bool, string) {
 		job := getJob(t, first)
 		for _, c := range job.Status.Conditions {
 			if c.Type == v2beta1.JobSucceeded && c.Status == corev1.ConditionTrue {
@@ -80,7 +78,7 @@ func TestKueueAdmitsElasticJobsAgainstQuota(t *testing.T) {
 		}
 		return false, fmt.Sprintf("conditions %+v", job.Status.Conditions)
 	})
-	eventually(t, time.Minute, "the first job's Workload to be Finished", func() (bool, string) {
+	harness.Eventually(t, poll, time.Minute, "the first job's Workload to be Finished", func() (bool, string) {
 		status, reason, _ := condition(getWorkload(t, ns, firstWL), "Finished")
 		return status == "True", fmt.Sprintf("Finished=%q (%s)", status, reason)
 	})
@@ -112,7 +110,7 @@ func TestKueueAdmitsElasticJobsAgainstQuota(t *testing.T) {
 // deactivate sets a Workload's spec.active to false.
 func deactivate(t *testing.T, ns, workload string) {
 	t.Helper()
-	if _, err := suite.dyn.Resource(workloads).Namespace(ns).Patch(context.Background(), workload,
+	if _, err := suite.Dynamic.Resource(workloads).Namespace(ns).Patch(context.Background(), workload,
 		types.MergePatchType, []byte(`{"spec":{"active":false}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("deactivating Workload %s: %v", workload, err)
 	}
@@ -123,17 +121,17 @@ func deactivate(t *testing.T, ns, workload string) {
 // suspended its launcher Job.
 func checkEvicted(t *testing.T, job *v2beta1.MPIJob, workload string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "Kueue to suspend "+job.Name, func() (bool, string) {
+	harness.Eventually(t, poll, 30*time.Second, "Kueue to suspend "+job.Name, func() (bool, string) {
 		return ptr.Deref(getJob(t, job).Spec.RunPolicy.Suspend, false), "not suspended"
 	})
-	eventually(t, time.Minute, job.Name+"'s pods to be gone", func() (bool, string) {
+	harness.Eventually(t, poll, time.Minute, job.Name+"'s pods to be gone", func() (bool, string) {
 		var names []string
 		for _, p := range jobPods(t, job) {
 			names = append(names, p.Name)
 		}
 		return len(names) == 0, fmt.Sprintf("pods %v", names)
 	})
-	eventually(t, 30*time.Second, job.Name+"'s Workload to release its quota", func() (bool, string) {
+	harness.Eventually(t, poll, 30*time.Second, job.Name+"'s Workload to release its quota", func() (bool, string) {
 		wl := getWorkload(t, job.Namespace, workload)
 		status, reason, _ := condition(wl, "QuotaReserved")
 		_, admitted, _ := unstructured.NestedMap(wl.Object, "status", "admission")
@@ -148,7 +146,7 @@ func checkEvicted(t *testing.T, job *v2beta1.MPIJob, workload string) {
 	if ep := got.Spec.ElasticPolicy; ep == nil || ptr.Deref(ep.MaxReplicas, 0) != 4 {
 		t.Errorf("%s's elasticPolicy after eviction: %+v", job.Name, ep)
 	}
-	launcher, err := suite.kube.BatchV1().Jobs(job.Namespace).Get(context.Background(), job.Name+"-launcher", metav1.GetOptions{})
+	launcher, err := suite.Kube.BatchV1().Jobs(job.Namespace).Get(context.Background(), job.Name+"-launcher", metav1.GetOptions{})
 	if err == nil && !ptr.Deref(launcher.Spec.Suspend, false) {
 		t.Errorf("the launcher Job of the evicted %s is not suspended", job.Name)
 	}
@@ -191,21 +189,21 @@ metadata:
 spec:
   clusterQueue: %[1]s
 `, name, ns, flavorLabelKey, flavorLabelValue, quotaCPU)
-	cmd := suite.cluster.KubectlCmd("apply", "-f", "-")
+	cmd := suite.KubectlCmd(context.Background(), "apply", "-f", "-")
 	cmd.Stdin = strings.NewReader(manifest)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("creating the queues: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
 		// The namespace's deletion takes the LocalQueue and the jobs.
-		out, err := suite.cluster.KubectlCmd("delete", "--wait=false", "--ignore-not-found",
+		out, err := suite.KubectlCmd(context.Background(), "delete", "--wait=false", "--ignore-not-found",
 			"clusterqueue/"+name, "resourceflavor/"+name).CombinedOutput()
 		if err != nil {
 			t.Logf("deleting the queues: %v\n%s", err, out)
 		}
 	})
-	eventually(t, time.Minute, "the ClusterQueue and LocalQueue to be Active", func() (bool, string) {
-		out, err := suite.cluster.KubectlCmd("get", "clusterqueue/"+name, "localqueue/"+name, "-n", ns, "-o",
+	harness.Eventually(t, poll, time.Minute, "the ClusterQueue and LocalQueue to be Active", func() (bool, string) {
+		out, err := suite.KubectlCmd(context.Background(), "get", "clusterqueue/"+name, "localqueue/"+name, "-n", ns, "-o",
 			`jsonpath={range .items[*]}{.status.conditions[?(@.type=="Active")].status} {end}`).CombinedOutput()
 		return err == nil && strings.TrimSpace(string(out)) == "True True", string(out)
 	})
@@ -248,8 +246,8 @@ func waitWorkload(t *testing.T, job *v2beta1.MPIJob, old types.UID) (string, typ
 	t.Helper()
 	var name string
 	var uid types.UID
-	eventually(t, time.Minute, "Kueue to create a Workload for "+job.Name, func() (bool, string) {
-		list, err := suite.dyn.Resource(workloads).Namespace(job.Namespace).List(context.Background(), metav1.ListOptions{})
+	harness.Eventually(t, poll, time.Minute, "Kueue to create a Workload for "+job.Name, func() (bool, string) {
+		list, err := suite.Dynamic.Resource(workloads).Namespace(job.Namespace).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -294,14 +292,14 @@ func scaleWorkers(t *testing.T, job *v2beta1.MPIJob, n int) {
 // flavor's node label in both templates, the elastic policy kept.
 func waitAdmitted(t *testing.T, job *v2beta1.MPIJob, workload string) {
 	t.Helper()
-	eventually(t, time.Minute, job.Name+"'s Workload to be admitted", func() (bool, string) {
+	harness.Eventually(t, poll, time.Minute, job.Name+"'s Workload to be admitted", func() (bool, string) {
 		wl := getWorkload(t, job.Namespace, workload)
 		cq, _, _ := unstructured.NestedString(wl.Object, "status", "admission", "clusterQueue")
 		status, reason, msg := condition(wl, "Admitted")
 		return status == "True" && cq == job.Labels[queueNameLabel],
 			fmt.Sprintf("Admitted=%q (%s: %s), admitted to %q", status, reason, msg, cq)
 	})
-	eventually(t, 30*time.Second, "Kueue to resume "+job.Name, func() (bool, string) {
+	harness.Eventually(t, poll, 30*time.Second, "Kueue to resume "+job.Name, func() (bool, string) {
 		got := getJob(t, job)
 		return !ptr.Deref(got.Spec.RunPolicy.Suspend, true), "still suspended"
 	})
@@ -327,7 +325,7 @@ func checkRunning(t *testing.T, job *v2beta1.MPIJob, n int) {
 	t.Helper()
 	ctx := context.Background()
 	var workers []string
-	eventually(t, time.Minute, fmt.Sprintf("%s's %d workers and launcher to be Running", job.Name, n), func() (bool, string) {
+	harness.Eventually(t, poll, time.Minute, fmt.Sprintf("%s's %d workers and launcher to be Running", job.Name, n), func() (bool, string) {
 		var launchers, others []string
 		workers = nil
 		for _, p := range jobPods(t, job) {
@@ -350,7 +348,7 @@ func checkRunning(t *testing.T, job *v2beta1.MPIJob, n int) {
 			t.Errorf("pod %s: nodeSelector %v, want the flavor's %s=%s", p.Name, p.Spec.NodeSelector, flavorLabelKey, flavorLabelValue)
 		}
 	}
-	launcher, err := suite.kube.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name+"-launcher", metav1.GetOptions{})
+	launcher, err := suite.Kube.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name+"-launcher", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the launcher Job of %s: %v", job.Name, err)
 	}
@@ -361,8 +359,8 @@ func checkRunning(t *testing.T, job *v2beta1.MPIJob, n int) {
 		t.Errorf("launcher Job %s: pod template's nodeSelector %v, want the flavor's %s=%s", launcher.Name,
 			launcher.Spec.Template.Spec.NodeSelector, flavorLabelKey, flavorLabelValue)
 	}
-	eventually(t, 30*time.Second, "discover_hosts.sh of "+job.Name+" to list its workers", func() (bool, string) {
-		cm, err := suite.kube.CoreV1().ConfigMaps(job.Namespace).Get(ctx, job.Name+"-config", metav1.GetOptions{})
+	harness.Eventually(t, poll, 30*time.Second, "discover_hosts.sh of "+job.Name+" to list its workers", func() (bool, string) {
+		cm, err := suite.Kube.CoreV1().ConfigMaps(job.Namespace).Get(ctx, job.Name+"-config", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -387,7 +385,7 @@ func checkPending(t *testing.T, job *v2beta1.MPIJob, workload string) {
 	if pods := jobPods(t, job); len(pods) > 0 {
 		t.Fatalf("%s, not admitted, has %d pods", job.Name, len(pods))
 	}
-	_, err := suite.kube.BatchV1().Jobs(job.Namespace).Get(context.Background(), job.Name+"-launcher", metav1.GetOptions{})
+	_, err := suite.Kube.BatchV1().Jobs(job.Namespace).Get(context.Background(), job.Name+"-launcher", metav1.GetOptions{})
 	if err == nil {
 		t.Fatalf("%s, not admitted, has a launcher Job", job.Name)
 	}
@@ -411,7 +409,7 @@ func finishLauncher(t *testing.T, job *v2beta1.MPIJob) {
 			Name: p.Spec.Containers[0].Name, Image: p.Spec.Containers[0].Image,
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}},
 		}}
-		if _, err := suite.kube.CoreV1().Pods(job.Namespace).UpdateStatus(context.Background(), &p, metav1.UpdateOptions{}); err != nil {
+		if _, err := suite.Kube.CoreV1().Pods(job.Namespace).UpdateStatus(context.Background(), &p, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("finishing launcher pod %s: %v", p.Name, err)
 		}
 		return
@@ -430,7 +428,7 @@ func getJob(t *testing.T, job *v2beta1.MPIJob) *v2beta1.MPIJob {
 
 func getWorkload(t *testing.T, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	wl, err := suite.dyn.Resource(workloads).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	wl, err := suite.Dynamic.Resource(workloads).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("getting Workload %s: %v", name, err)
 	}
@@ -440,7 +438,7 @@ func getWorkload(t *testing.T, ns, name string) *unstructured.Unstructured {
 // jobPods are the pods the controller made for job, launcher's included.
 func jobPods(t *testing.T, job *v2beta1.MPIJob) []corev1.Pod {
 	t.Helper()
-	list, err := suite.kube.CoreV1().Pods(job.Namespace).List(context.Background(), metav1.ListOptions{
+	list, err := suite.Kube.CoreV1().Pods(job.Namespace).List(context.Background(), metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(labels.Set{labelJobName: job.Name}).String(),
 	})
 	if err != nil {
@@ -464,48 +462,4 @@ func condition(wl *unstructured.Unstructured, condType string) (status, reason, 
 		return status, reason, message
 	}
 	return "", "", ""
-}
-
-// eventually polls done every 200ms until it reports true, and fails the
-// test with what it last said, and where Kueue's log is, after timeout or
-// as soon as Kueue's manager exits.
-func eventually(t *testing.T, timeout time.Duration, what string, done func() (bool, string)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true,
-		func(context.Context) (bool, error) {
-			if suite.kueue.hasExited() {
-				return false, errors.New("Kueue's manager exited")
-			}
-			var ok bool
-			ok, last = done()
-			return ok, nil
-		})
-	if err != nil {
-		t.Fatalf("waiting %s for %s: %v: %s (Kueue's log: %s)", timeout, what, err, last, suite.kueue.log)
-	}
-}
-
-// newNamespace creates a namespace of a generated name and deletes it
-// once the test is over (KEEP_NAMESPACES=1 keeps it to look at).
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	created, err := suite.kube.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kueue-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating a namespace: %v", err)
-	}
-	eventually(t, 30*time.Second, "the namespace's default ServiceAccount", func() (bool, string) {
-		_, err := suite.kube.CoreV1().ServiceAccounts(created.Name).Get(context.Background(), "default", metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
-	})
-	t.Cleanup(func() {
-		if os.Getenv("KEEP_NAMESPACES") != "" {
-			return
-		}
-		if err := suite.kube.CoreV1().Namespaces().Delete(context.Background(), created.Name, metav1.DeleteOptions{}); err != nil {
-			t.Logf("deleting namespace %s: %v", created.Name, err)
-		}
-	})
-	return created.Name
 }

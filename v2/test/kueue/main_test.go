@@ -18,139 +18,83 @@ package kueue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/kubeflow/mpi-operator/pkg/operator"
-	"github.com/kubeflow/mpi-operator/test/testcluster"
+	"github.com/kubeflow/mpi-operator/test/harness"
 	clientset "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned"
 	"github.com/kubeflow/mpi-operator/v2/pkg/controller"
 )
 
-// Ports of Kueue's manager, below the ephemeral range and apart from the
-// control plane's.
-const (
-	kueueHealthPort  = 22281
-	kueueMetricsPort = 22282
-	kueueWebhookPort = 22283
-)
-
 // suite is what every test needs to reach the cluster.
 var suite struct {
-	cluster *testcluster.Cluster
-	kube    kubernetes.Interface
-	mpi     clientset.Interface
-	dyn     dynamic.Interface
+	*harness.Cluster
+	mpi clientset.Interface // kubeflow.org/v2beta1
 	// kueue is Kueue's manager; its log is named in failures.
-	kueue *kueueManager
+	kueue *harness.Operator
 }
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-// run sets the suite up, runs the tests and tears the suite down; it
-// returns the exit code.
-func run(m *testing.M) int {
-	code, err := setUp(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kueue:", err)
-		return 1
+// poll is how the tests wait: every 200 ms, and not past the exit of
+// Kueue's manager.
+var poll = harness.Poller{Every: 200 * time.Millisecond, Abort: func() string {
+	if !suite.kueue.Alive() {
+		return "Kueue's manager exited; its log: " + suite.kueue.LogPath
 	}
-	return code
+	return ""
+}}
+
+// Job pods stay Running until a test ends them: kwok's pod-complete stage
+// would otherwise finish every launcher at once.
+func TestMain(m *testing.M) {
+	harness.Suite{Name: "kueue", Settings: []string{"KWOK_NODES=2", "KWOK_JOB_PODS_COMPLETE=false"}, QPS: 100, SetUp: setUp}.Run(m)
 }
 
-// setUp starts everything the tests need, runs them, and stops it all.
-func setUp(m *testing.M) (int, error) {
-	module, err := testcluster.RepoRoot() // the v2 module's, inside the repository
+// setUp builds Kueue's manager, installs the CRDs, and starts the MPIJob
+// controller and Kueue's manager; the returned func stops both.
+func setUp(c *harness.Cluster) (func(), error) {
+	suite.Cluster = c
+	kueueDir, err := buildKueue(c.Root)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	repo := filepath.Dir(module)
-	kueueDir, err := buildKueue(repo)
+	if suite.mpi, err = clientset.NewForConfig(c.Config); err != nil {
+		return nil, err
+	}
+	meta, err := metadata.NewForConfig(c.Config)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	// Job pods stay Running until a test ends them: kwok's pod-complete
-	// stage would otherwise finish every launcher at once.
-	cluster := testcluster.New(repo, "kueue",
-		"ETCD_PORT=22790", "ETCD_PEER_PORT=22800", "APISERVER_PORT=18443",
-		"CONTROLLER_MANAGER_PORT=22257", "SCHEDULER_PORT=22259", "KWOK_NODES=2",
-		"KWOK_JOB_PODS_COMPLETE=false")
-	if err := cluster.Up(); err != nil {
-		return 0, err
-	}
-	if os.Getenv("KEEP_CLUSTER") == "" {
-		defer func() {
-			if err := cluster.Down(); err != nil {
-				fmt.Fprintln(os.Stderr, "kueue: stopping the control plane:", err)
-			}
-		}()
-	}
-	suite.cluster = cluster
-	config, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
-	if err != nil {
-		return 0, err
-	}
-	config.QPS, config.Burst = 100, 200
-	if suite.kube, err = kubernetes.NewForConfig(config); err != nil {
-		return 0, err
-	}
-	if suite.mpi, err = clientset.NewForConfig(config); err != nil {
-		return 0, err
-	}
-	if suite.dyn, err = dynamic.NewForConfig(config); err != nil {
-		return 0, err
-	}
-	meta, err := metadata.NewForConfig(config)
-	if err != nil {
-		return 0, err
-	}
-
-	crds := []string{filepath.Join(module, "manifests", "base", "crd.yaml"), filepath.Join(kueueDir, "crds")}
-	if err := applyCRDs(crds...); err != nil {
-		return 0, err
+	ctx, cancel := context.WithCancel(context.Background())
+	crds := []string{filepath.Join(c.Root, "v2", "manifests", "base", "crd.yaml"), filepath.Join(kueueDir, "crds")}
+	if err := c.ApplyCRDs(ctx, false, crds...); err != nil {
+		return cancel, err
 	}
 	// Kueue's default namespace; its manager looks for nothing else there
 	// with internal certificate management off, but keep it as deployed.
-	if _, err := suite.kube.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kueue-system"}}, metav1.CreateOptions{}); err != nil &&
-		!strings.Contains(err.Error(), "already exists") {
-		return 0, err
+	if err := c.EnsureNamespace(ctx, "kueue-system"); err != nil {
+		return cancel, err
 	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stopController, err := runController(ctx, cluster.Dir, suite.kube, meta, suite.mpi)
+	stopController, err := runController(ctx, c.Dir, c.Kube, meta, suite.mpi)
 	if err != nil {
-		return 0, err
+		return cancel, err
 	}
-	defer stopController()
-
-	manager, err := startKueue(filepath.Join(kueueDir, "bin", "kueue"), filepath.Join(cluster.Dir, "kueue-manager"),
-		cluster.Kubeconfig)
+	manager, err := startKueue(filepath.Join(kueueDir, "bin", "kueue"), filepath.Join(c.Dir, "kueue-manager"), c.Kubeconfig)
 	if err != nil {
-		return 0, err
+		return func() { stopController(); cancel() }, err
 	}
-	suite.kueue = manager
-	defer manager.stop()
-	return m.Run(), nil
+	return func() { manager.Terminate(20 * time.Second); stopController(); cancel() }, nil
 }
 
 // buildKueue runs hack/kueue.sh (which builds nothing once the manager is
@@ -165,37 +109,6 @@ func buildKueue(repo string) (string, error) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1], nil
-}
-
-// applyCRDs applies CRD files or directories server-side (Kueue's
-// Workload CRD outgrows the annotation of a client-side apply) and waits
-// until every CRD is Established.
-func applyCRDs(paths ...string) error {
-	for _, p := range paths {
-		if out, err := suite.cluster.KubectlCmd("apply", "--server-side", "--force-conflicts", "-f", p).CombinedOutput(); err != nil {
-			return fmt.Errorf("applying %s: %w\n%s", p, err, out)
-		}
-	}
-	var pending string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true,
-		func(context.Context) (bool, error) {
-			out, err := suite.cluster.KubectlCmd("get", "crd", "-o",
-				`jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Established")].status}{"\n"}{end}`).Output()
-			if err != nil {
-				return false, nil
-			}
-			pending = ""
-			for _, line := range strings.Fields(string(out)) {
-				if !strings.HasSuffix(line, "=True") {
-					pending += " " + line
-				}
-			}
-			return pending == "", nil
-		})
-	if err != nil {
-		return fmt.Errorf("CRDs not Established:%s: %w", pending, err)
-	}
-	return nil
 }
 
 // runController runs the v2 controller in this process, logging to
@@ -228,16 +141,13 @@ func runController(ctx context.Context, dir string, kube kubernetes.Interface, m
 	}, nil
 }
 
-// kueueManager is Kueue's manager running as a process.
-type kueueManager struct {
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
-}
-
 // startKueue starts Kueue's manager with its state in dir and waits until
 // it is ready.
-func startKueue(bin, dir, kubeconfig string) (*kueueManager, error) {
+func startKueue(bin, dir, kubeconfig string) (*harness.Operator, error) {
+	ports, err := harness.FreePorts(3) // health, metrics, webhook
+	if err != nil {
+		return nil, err
+	}
 	certs := filepath.Join(dir, "certs")
 	// The overlay's upper layer over /etc: only the metrics certificate.
 	upper, work := filepath.Join(dir, "etc-upper"), filepath.Join(dir, "etc-work")
@@ -267,48 +177,28 @@ func startKueue(bin, dir, kubeconfig string) (*kueueManager, error) {
 		}
 	}
 	configPath := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(configPath, []byte(kueueConfig(certs)), 0o644); err != nil {
+	if err := os.WriteFile(configPath, []byte(kueueConfig(certs, ports)), 0o644); err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(dir, "kueue.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-
 	// unshare execs sh, which execs the manager: one process, whose PID
 	// is the command's.
-	cmd := exec.Command("unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+	k, err := harness.StartOperator(context.Background(), harness.OperatorConfig{Bin: "unshare", Args: []string{
+		"--user", "--map-root-user", "--mount", "sh", "-c",
 		`mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc && shift 2 && exec "$@"`,
-		"sh", upper, work, bin, "--config", configPath)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+		"sh", upper, work, bin, "--config", configPath,
+	}, ExactArgs: true, Kubeconfig: kubeconfig, LogPath: filepath.Join(dir, "kueue.log")})
+	if err != nil {
 		return nil, fmt.Errorf("starting Kueue's manager: %w", err)
 	}
-	k := &kueueManager{cmd: cmd, log: logPath, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(k.exited)
-	}()
-
-	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", kueueHealthPort)
-	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true,
-		func(context.Context) (bool, error) {
-			if k.hasExited() {
-				return false, errors.New("it exited")
-			}
-			resp, err := http.Get(ready)
-			if err != nil {
-				return false, nil
-			}
-			_ = resp.Body.Close()
-			return resp.StatusCode == http.StatusOK, nil
-		})
+	suite.kueue = k
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0])
+	err = poll.Until(context.Background(), 2*time.Minute, func() (bool, error) {
+		code, _, err := harness.Scrape(context.Background(), ready, "")
+		return err == nil && code == http.StatusOK, nil
+	})
 	if err != nil {
-		k.stop()
-		return nil, fmt.Errorf("Kueue's manager is not ready (%w); its log: %s", err, logPath)
+		k.Terminate(20 * time.Second)
+		return nil, fmt.Errorf("Kueue's manager is not ready (%w); its log: %s", err, k.LogPath)
 	}
 	return k, nil
 }
@@ -316,7 +206,7 @@ func startKueue(bin, dir, kubeconfig string) (*kueueManager, error) {
 // kueueConfig is the manager's Configuration (config.kueue.x-k8s.io): the
 // MPIJob integration only, no leader election, no certificate management,
 // every server on the loopback, no visibility API server.
-func kueueConfig(certDir string) string {
+func kueueConfig(certDir string, ports []int) string {
 	return fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta1
 kind: Configuration
 namespace: kueue-system
@@ -341,26 +231,5 @@ integrations:
 featureGates:
   # Its API server wants the in-cluster configuration, or exits.
   VisibilityOnDemand: false
-`, kueueHealthPort, kueueMetricsPort, kueueWebhookPort, certDir)
-}
-
-// stop ends the manager: SIGTERM, then SIGKILL after 20 s.
-func (k *kueueManager) stop() {
-	_ = k.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-k.exited:
-	case <-time.After(20 * time.Second):
-		_ = k.cmd.Process.Kill()
-		<-k.exited
-	}
-}
-
-// hasExited tells whether the manager's process has ended.
-func (k *kueueManager) hasExited() bool {
-	select {
-	case <-k.exited:
-		return true
-	default:
-		return false
-	}
+`, ports[0], ports[1], ports[2], certDir)
 }

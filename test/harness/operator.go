@@ -3,9 +3,9 @@ package harness
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
-	"io"
-	"net"
+
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,17 +16,27 @@ import (
 	"time"
 )
 
-// OperatorConfig is how to run the operator binary.
+// OperatorConfig is how to run an operator binary, v1's or v2's.
 type OperatorConfig struct {
 	Bin        string
 	Kubeconfig string // also given as $KUBECONFIG, which the operator prefers
 	LogPath    string // stdout and stderr, truncated at the start
-	// Port is the monitoring port (/metrics, /healthz); 0 takes the first
-	// free one of 27000-27099.
+	// Port is the monitoring port (/metrics, /healthz); 0 takes a free one
+	// (FreePorts).
 	Port int
 	Args []string // more flags
-	Env  []string // more environment variables, KEY=value
-	Logf Logf
+	// ExactArgs: Args are the whole command line, as a manifest gives it:
+	// neither --kubeConfig nor --monitoring-port is added, Kubeconfig goes
+	// as $KUBECONFIG only when set, and Port is the one Args name (0: none,
+	// and then StartOperator does not wait for /healthz).
+	ExactArgs bool
+	// Token, when set, is the bearer token of a scraper allowed to read the
+	// monitoring port, which the process then serves over HTTPS
+	// (--metrics-auth=kubernetes).
+	Token string
+	Env   []string // more environment variables, KEY=value
+	Dir   string   // the working directory; "" is the caller's
+	Logf  Logf     // nil logs nothing
 }
 
 // Operator is one run of the operator binary as a child process.
@@ -36,6 +46,7 @@ type Operator struct {
 	LogPath string
 	Port    int
 	Started time.Time
+	token   string
 	// done is closed when the process has exited; err is then its result.
 	done chan struct{}
 	err  error
@@ -46,85 +57,68 @@ type Operator struct {
 }
 
 // StartOperator runs the binary and returns once /healthz answers "ok"
-// (at most 30 s).
+// (at most 30 s). The process gets SIGTERM should the caller die first.
 func StartOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
-	port := cfg.Port
-	if port == 0 {
-		var err error
-		if port, err = freePort(); err != nil {
+	port, args, env := cfg.Port, cfg.Args, Environ("KUBECONFIG", "KUBEFLOW_NAMESPACE")
+	if !cfg.ExactArgs && port == 0 {
+		ports, err := FreePorts(1)
+		if err != nil {
 			return nil, err
 		}
+		port = ports[0]
+	}
+	if !cfg.ExactArgs {
+		args = append([]string{"--kubeConfig=" + cfg.Kubeconfig, fmt.Sprintf("--monitoring-port=%d", port)}, args...)
+	}
+	if cfg.Kubeconfig != "" {
+		env = append(env, "KUBECONFIG="+cfg.Kubeconfig)
 	}
 	logFile, err := os.Create(cfg.LogPath)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--kubeConfig=" + cfg.Kubeconfig, fmt.Sprintf("--monitoring-port=%d", port)}, cfg.Args...)
 	// Not CommandContext: the harness stops the operator itself.
 	cmd := exec.Command(cfg.Bin, args...)
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "KUBEFLOW_NAMESPACE=")
-	})
-	cmd.Env = append(append(env, cfg.Env...), "KUBECONFIG="+cfg.Kubeconfig)
+	cmd.Dir = cfg.Dir
+	cmd.Env = append(env, cfg.Env...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	// Its own process group: a Ctrl-C of the harness reaches the harness
-	// only, which then stops the operator in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// only, which then stops the operator in order. Should the harness die
+	// without stopping it, the kernel sends it SIGTERM.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", cfg.Bin, err)
 	}
-	op := &Operator{Cmd: cmd, PID: cmd.Process.Pid, LogPath: cfg.LogPath, Port: port, Started: time.Now(), done: make(chan struct{})}
+	op := &Operator{Cmd: cmd, PID: cmd.Process.Pid, LogPath: cfg.LogPath, Port: port, Started: time.Now(),
+		token: cfg.Token, done: make(chan struct{})}
 	go func() {
 		op.err = cmd.Wait()
 		logFile.Close()
 		close(op.done)
 	}()
-	cfg.Logf("operator started: pid %d, %s%s %s, log %s", op.PID, strings.Join(append(slices.Clone(cfg.Env), ""), " "), cfg.Bin, strings.Join(args, " "), cfg.LogPath)
-
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if cfg.Logf != nil {
+		cfg.Logf("operator started: pid %d, %s%s %s, log %s", op.PID, strings.Join(append(slices.Clone(cfg.Env), ""), " "), cfg.Bin, strings.Join(args, " "), cfg.LogPath)
+	}
+	if port == 0 {
+		return op, nil
+	}
+	err = Poller{}.Until(ctx, 30*time.Second, func() (bool, error) {
 		if !op.Alive() {
-			return nil, fmt.Errorf("the operator exited at start (%w); log tail:\n%s", op.err, Tail(cfg.LogPath, 20))
+			return false, fmt.Errorf("the operator exited at start (%w); log tail:\n%s", op.err, Tail(cfg.LogPath, 20))
 		}
-		if body, err := op.Get(ctx, "/healthz"); err == nil && body == "ok" {
-			return op, nil
-		}
-		if time.Now().After(deadline) {
-			op.Stop()
-			return nil, fmt.Errorf("the operator's /healthz did not answer within 30 s; log tail:\n%s", Tail(cfg.LogPath, 20))
-		}
-		select {
-		case <-ctx.Done():
-			op.Stop()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		body, err := op.Get(ctx, "/healthz")
+		return err == nil && body == "ok", nil
+	})
+	if errors.Is(err, ErrTimeout) {
+		err = fmt.Errorf("the operator's /healthz did not answer within 30 s; log tail:\n%s", Tail(cfg.LogPath, 20))
 	}
-}
-
-// The monitoring ports the harness picks from: below the kernel's
-// ephemeral range (32768-60999 on Linux), where any outgoing connection
-// could take a port between the check and the operator's bind.
-const (
-	monitoringPortFirst = 27000
-	monitoringPortLast  = 27099
-)
-
-// freePort returns the first port of the monitoring range that binds.
-func freePort() (int, error) { return freePortIn(monitoringPortFirst, monitoringPortLast) }
-
-func freePortIn(first, last int) (int, error) {
-	for port := first; port <= last; port++ {
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		return port, nil
+	if err != nil {
+		op.Stop()
+		return nil, err
 	}
-	return 0, fmt.Errorf("no free port in %d-%d for the operator's monitoring endpoint", first, last)
+	return op, nil
 }
 
 // Alive tells whether the process still runs.
@@ -160,23 +154,39 @@ func (op *Operator) DiedErr() error {
 
 // Stop sends SIGTERM, waits up to 30 s, then kills the process.
 func (op *Operator) Stop() {
-	if op == nil || op.stopped {
-		return
+	if op != nil && !op.stopped {
+		op.Terminate(30 * time.Second)
 	}
+}
+
+// Terminate sends SIGTERM and waits up to limit for the exit, after which
+// it kills the process. It returns the exit code, -1 when killed, and how
+// long the process took.
+func (op *Operator) Terminate(limit time.Duration) (code int, took time.Duration) {
+	start := time.Now()
 	op.stopped = true
 	if fi, err := os.Stat(op.LogPath); err == nil {
 		op.logSizeAtStop = fi.Size()
 	}
-	if !op.Alive() {
-		return
+	if op.Alive() {
+		_ = op.Cmd.Process.Signal(syscall.SIGTERM)
 	}
-	_ = op.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-op.done:
-	case <-time.After(30 * time.Second):
+		return op.Cmd.ProcessState.ExitCode(), time.Since(start)
+	case <-time.After(limit):
 		_ = op.Cmd.Process.Kill()
 		<-op.done
+		return -1, time.Since(start)
 	}
+}
+
+// Status says whether the process runs, or how it exited.
+func (op *Operator) Status() string {
+	if op.Alive() {
+		return "running"
+	}
+	return fmt.Sprintf("exit code %d (%v)", op.Cmd.ProcessState.ExitCode(), op.err)
 }
 
 // Kill sends SIGKILL and waits for the process to be gone. It returns
@@ -191,27 +201,34 @@ func (op *Operator) Kill() bool {
 	return true
 }
 
-// Get fetches a path of the monitoring port.
+// Get fetches a path of the monitoring port, failing unless it answers 200.
 func (op *Operator) Get(ctx context.Context, path string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", op.Port, path), nil)
+	code, body, err := op.Fetch(ctx, path)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("GET %s: %d", path, code)
+	}
+	return body, err
+}
+
+// Fetch fetches a path of the monitoring port as a scraper would: over
+// HTTPS with the token when the operator has one. It returns the status
+// code and the body.
+func (op *Operator) Fetch(ctx context.Context, path string) (int, string, error) {
+	scheme := "http"
+	if op.token != "" {
+		scheme = "https"
+	}
+	return Scrape(ctx, fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, op.Port, path), op.token)
+}
+
+// Lines are the lines of the log that match; a log that cannot be read
+// yields one line that says so.
+func (op *Operator) Lines(match func(line string) bool) []string {
+	data, err := os.ReadFile(op.LogPath)
 	if err != nil {
-		return "", err
+		return []string{fmt.Sprintf("(cannot read %s: %v)", op.LogPath, err)}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s", path, resp.Status)
-	}
-	return string(b), nil
+	return slices.DeleteFunc(strings.Split(string(data), "\n"), func(line string) bool { return !match(line) })
 }
 
 // LogLine is one error or warning line of the operator's log, or a panic.

@@ -2,6 +2,9 @@ package harness
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +72,23 @@ func APIByVersion(v string) (API, bool) {
 		}
 	}
 	return API{}, false
+}
+
+// BinaryIn is the operator binary a suite tests: the one the environment
+// variable env names when it is set, or the one `make build` writes into
+// the repository root.
+func (a API) BinaryIn(root, env string) (string, error) {
+	bin := filepath.Join(root, a.Binary)
+	if v := os.Getenv(env); v != "" {
+		var err error
+		if bin, err = filepath.Abs(v); err != nil {
+			return "", err
+		}
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("the operator binary is missing (%w): run `make build` first, or set %s", err, env)
+	}
+	return bin, nil
 }
 
 // GVR is the MPIJob resource of the version.

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -214,26 +216,41 @@ func TestTable(t *testing.T) {
 	}
 }
 
-// The monitoring port comes from a fixed range below the ephemeral ports,
-// skipping the ports that are taken.
-func TestFreePortIn(t *testing.T) {
-	first, err := freePortIn(monitoringPortFirst, monitoringPortLast)
+// Free ports come from below the ephemeral range, are distinct, bind, and
+// are not handed out twice while their owner lives, not even before they
+// are bound.
+func TestFreePorts(t *testing.T) {
+	ports, err := FreePorts(3)
 	if err != nil {
-		t.Skipf("no free port in the range on this machine: %v", err)
+		t.Fatal(err)
 	}
-	if first < monitoringPortFirst || first > monitoringPortLast || first >= 32768 {
-		t.Fatalf("port %d outside %d-%d", first, monitoringPortFirst, monitoringPortLast)
-	}
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", first))
+	more, err := FreePorts(2)
 	if err != nil {
-		t.Skipf("port %d taken meanwhile: %v", first, err)
+		t.Fatal(err)
 	}
-	defer ln.Close()
-	if next, err := freePortIn(first, monitoringPortLast); err == nil && next == first {
-		t.Errorf("port %d is taken, yet returned", first)
+	seen := map[int]bool{}
+	for _, p := range append(ports, more...) {
+		if p < portFirst || p > portLast || p >= 32768 || seen[p] {
+			t.Errorf("port %d: outside %d-%d, or handed out twice (%v %v)", p, portFirst, portLast, ports, more)
+		}
+		seen[p] = true
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			t.Errorf("port %d does not bind: %v", p, err)
+			continue
+		}
+		ln.Close()
 	}
-	if _, err := freePortIn(first, first); err == nil {
-		t.Errorf("a range of one taken port gave no error")
+	dir := filepath.Join(os.TempDir(), "mpi-operator-ports")
+	if claimPort(dir, ports[0], os.Getpid()) {
+		t.Errorf("port %d was claimed again", ports[0])
+	}
+	// A port whose owner has exited is free again.
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(ports[1])), []byte("999999999\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if !claimPort(dir, ports[1], os.Getpid()) {
+		t.Errorf("port %d of an exited owner was not claimed", ports[1])
 	}
 }
 
@@ -252,5 +269,33 @@ func TestFmtDur(t *testing.T) {
 		if got := FmtDur(tt.d); got != tt.want {
 			t.Errorf("FmtDur(%d) = %q, want %q", int64(tt.d), got, tt.want)
 		}
+	}
+}
+
+// A poll ends when its check holds, on the check's error, on Abort's
+// reason, or at the timeout; Retry returns the last error.
+func TestPoller(t *testing.T) {
+	ctx := context.Background()
+	p := Poller{Every: time.Millisecond}
+	n := 0
+	if err := p.Until(ctx, time.Second, func() (bool, error) { n++; return n == 3, nil }); err != nil || n != 3 {
+		t.Errorf("Until: %v after %d checks, want nil after 3", err, n)
+	}
+	boom := errors.New("boom")
+	if err := p.Until(ctx, time.Second, func() (bool, error) { return false, boom }); !errors.Is(err, boom) {
+		t.Errorf("Until with a failing check: %v", err)
+	}
+	if err := p.Until(ctx, 5*time.Millisecond, func() (bool, error) { return false, nil }); !errors.Is(err, ErrTimeout) {
+		t.Errorf("Until past the timeout: %v", err)
+	}
+	aborted := Poller{Abort: func() string { return "gone" }}
+	if err := aborted.Until(ctx, time.Second, func() (bool, error) { return true, nil }); err == nil || err.Error() != "gone" {
+		t.Errorf("Until with Abort: %v", err)
+	}
+	if err := p.Retry(ctx, 5*time.Millisecond, func() error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("Retry: %v, want boom", err)
+	}
+	if v, ok := Metric("# HELP x\nx 1\nx_total{a=\"b\"} 2.5\n", `x_total{a="b"}`); !ok || v != 2.5 {
+		t.Errorf("Metric: %v %v", v, ok)
 	}
 }

@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -36,7 +37,7 @@ func (r APIServerRestart) Downtime() time.Duration { return r.Ready.Sub(r.Stoppi
 // /readyz answers "ok", or readyTimeout has passed. etcd keeps every object.
 func (c *Cluster) RestartAPIServer(ctx context.Context, stopTimeout, readyTimeout time.Duration) (APIServerRestart, error) {
 	var r APIServerRestart
-	if c.TC == nil {
+	if !c.Started() {
 		return r, errNotStarted
 	}
 	const name = "kube-apiserver"
@@ -92,19 +93,17 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, stopTimeout, readyTimeou
 		return r, err
 	}
 
-	deadline := time.Now().Add(readyTimeout)
-	for !c.Ready(ctx) {
+	err = Poller{}.Until(ctx, readyTimeout, func() (bool, error) {
 		if !alive(r.NewPID) {
-			return r, fmt.Errorf("%s exited after its restart; see %s", name, filepath.Join(c.Dir, name+".log"))
+			return false, fmt.Errorf("%s exited after its restart; see %s", name, filepath.Join(c.Dir, name+".log"))
 		}
-		if time.Now().After(deadline) {
-			return r, fmt.Errorf("%s not ready %s after its restart", name, readyTimeout)
-		}
-		select {
-		case <-ctx.Done():
-			return r, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return c.Ready(ctx), nil
+	})
+	if errors.Is(err, ErrTimeout) {
+		err = fmt.Errorf("%s not ready %s after its restart", name, readyTimeout)
+	}
+	if err != nil {
+		return r, err
 	}
 	r.Ready = time.Now()
 	return r, nil
@@ -151,12 +150,5 @@ func alive(pid int) bool {
 
 // waitExit waits up to timeout for a process to be gone.
 func waitExit(ctx context.Context, pid int, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for alive(pid) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
+	return (Poller{Every: 50 * time.Millisecond}).Until(ctx, timeout, func() (bool, error) { return !alive(pid), nil }) == nil
 }

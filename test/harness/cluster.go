@@ -1,13 +1,16 @@
-// Package harness holds what the programs under hack/ that run the real
-// operator binary against a real local control plane share: starting that
-// control plane (hack/cluster-up.sh through test/testcluster) and restarting
-// its API server, installing the operator's CRD and RBAC with a
-// ServiceAccount kubeconfig, running the operator as a child process and
-// reading its log, following the workers, discover_hosts.sh and launcher
-// Roles of MPIJobs through watch events, and printing markdown tables.
+// Package harness is what the suites of both modules (test/..., v2/test/...)
+// and the programs under hack/ (bench, chaos) share to run against a real
+// local control plane: starting that control plane (hack/cluster-up.sh) on
+// free ports for a suite (Suite) or a program (StartCluster), restarting
+// its API server, installing CRDs and the operator's RBAC with a
+// ServiceAccount kubeconfig, running the operator binary (v1 or v2) as a
+// child process and reading its log, polling, following the workers,
+// discover_hosts.sh and launcher Roles of MPIJobs through watch events, and
+// printing markdown tables.
 package harness
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -23,7 +26,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -32,7 +34,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
-	"github.com/kubeflow/mpi-operator/test/testcluster"
 )
 
 // The operator's identity: it runs with a token of this ServiceAccount, so
@@ -48,20 +49,21 @@ const (
 // Logf prints a line of progress.
 type Logf func(format string, args ...any)
 
-// Cluster is the control plane a harness runs on.
+// Cluster is a control plane, with admin clients.
 type Cluster struct {
 	Root string // the repository
-	Dir  string // the harness's directory: cluster state, logs, kubeconfigs
-	// TC is the cluster the harness started (and so stops); nil for an
-	// existing cluster.
-	TC *testcluster.Cluster
+	Dir  string // LOCAL_DIR of the scripts: cluster state, logs, kubeconfigs
+	// Settings are the KEY=value environment of hack/cluster-up.sh (ports,
+	// KWOK_NODES, LOCAL_DIR, ...) of a cluster the harness started, and so
+	// stops; nil for an existing cluster.
+	Settings []string
 
 	Kubeconfig string // admin
 	Kubectl    string // the pinned kubectl
 
 	Config  *rest.Config
 	Kube    kubernetes.Interface
-	MPI     clientset.Interface
+	MPI     clientset.Interface // kubeflow.org/v1
 	Dynamic dynamic.Interface
 
 	// OperatorKubeconfig authenticates as the operator's ServiceAccount;
@@ -71,29 +73,95 @@ type Cluster struct {
 	logf Logf
 }
 
-// StartCluster starts a fresh cluster in dir with hack/cluster-up.sh and
-// settings (its KEY=value environment: ports, KWOK_NODES, extra flags). A
-// cluster left in dir by an earlier run is stopped first: cluster-up.sh
-// would otherwise keep it, with whatever flags it had. On an error after
-// the start the returned Cluster is not nil, so that the caller can stop
-// it.
+// StartCluster starts a fresh cluster in dir with hack/cluster-up.sh, on
+// free ports (FreePorts) and with settings (more of its KEY=value
+// environment: KWOK_NODES, extra flags; a port given here wins). A cluster
+// left in dir by an earlier run is stopped first: cluster-up.sh would
+// otherwise keep it, with whatever flags it had, and its etcd. On an error
+// after the start the returned Cluster is not nil, so that the caller can
+// stop it.
 func StartCluster(ctx context.Context, root, dir, userAgent string, settings []string, logf Logf) (*Cluster, error) {
+	ports, err := FreePorts(len(clusterPorts))
+	if err != nil {
+		return nil, err
+	}
 	c := &Cluster{Root: root, Dir: dir, logf: logf}
+	for i, key := range clusterPorts {
+		c.Settings = append(c.Settings, fmt.Sprintf("%s=%d", key, ports[i]))
+	}
+	c.Settings = append(append(c.Settings, settings...), "LOCAL_DIR="+dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	c.TC = &testcluster.Cluster{Root: root, Dir: dir, Settings: append(slices.Clone(settings), "LOCAL_DIR="+dir)}
 	logf("stopping any earlier cluster in %s", dir)
-	if err := c.TC.DownContext(ctx); err != nil {
+	if err := c.script(ctx, "hack/cluster-down.sh"); err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	if err := c.TC.UpContext(ctx); err != nil {
+	if err := c.script(ctx, "hack/cluster-up.sh"); err != nil {
+		return c, fmt.Errorf("starting the control plane (logs in %s): %w", dir, err)
+	}
+	if err := c.load(); err != nil {
 		return c, err
 	}
-	c.Kubeconfig, c.Kubectl = c.TC.Kubeconfig, c.TC.Kubectl
-	logf("cluster is up in %s", time.Since(start).Round(time.Second))
+	logf("cluster is up in %s (API server on port %s)", time.Since(start).Round(100*time.Millisecond), c.Setting("APISERVER_PORT"))
 	return c, c.connect(userAgent)
+}
+
+// clusterPorts are the settings of hack/cluster-up.sh that StartCluster
+// sets to free ports.
+var clusterPorts = []string{"ETCD_PORT", "ETCD_PEER_PORT", "APISERVER_PORT", "CONTROLLER_MANAGER_PORT", "SCHEDULER_PORT"}
+
+// Setting is the value of a setting of a cluster the harness started, or "".
+func (c *Cluster) Setting(key string) string {
+	for _, kv := range slices.Backward(c.Settings) {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// script runs a hack/ script with the cluster's settings; its output goes
+// to stderr, as progress.
+func (c *Cluster) script(ctx context.Context, path string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Root, path))
+	cmd.Dir = c.Root
+	cmd.Env = append(os.Environ(), c.Settings...)
+	cmd.Stdout = os.Stderr
+	cmd.Stderr = os.Stderr
+	// The scripts start daemons that keep their own output files; do not
+	// wait on pipes they might hold once the script itself has ended.
+	cmd.WaitDelay = 5 * time.Second
+	return cmd.Run()
+}
+
+// load reads the KEY=value lines cluster-up.sh writes to cluster.env.
+func (c *Cluster) load() error {
+	path := filepath.Join(c.Dir, "cluster.env")
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	vars := map[string]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimSpace(s.Text()), "="); ok {
+			vars[k] = strings.Trim(v, `"'`)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return err
+	}
+	c.Kubeconfig, c.Kubectl = vars["KUBECONFIG"], vars["KUBECTL"]
+	if c.Kubeconfig == "" || c.Kubectl == "" {
+		return fmt.Errorf("%s lacks KUBECONFIG or KUBECTL", path)
+	}
+	if _, err := os.Stat(c.Kubectl); err != nil {
+		return fmt.Errorf("the pinned kubectl named in %s: %w", path, err)
+	}
+	return nil
 }
 
 // UseCluster connects to an existing cluster, which the harness neither
@@ -119,10 +187,16 @@ func (c *Cluster) connect(userAgent string) error {
 		return err
 	}
 	// The harness's own requests must not queue behind a client-side limit.
-	cfg.QPS = 1000
-	cfg.Burst = 2000
 	cfg.UserAgent = userAgent
+	return c.SetQPS(cfg, 1000)
+}
+
+// SetQPS makes the clients anew from cfg with a client-side limit of qps
+// requests a second, in bursts of twice that.
+func (c *Cluster) SetQPS(cfg *rest.Config, qps float32) error {
+	cfg.QPS, cfg.Burst = qps, 2*int(qps)
 	c.Config = cfg
+	var err error
 	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
@@ -133,10 +207,13 @@ func (c *Cluster) connect(userAgent string) error {
 	return err
 }
 
+// Started tells whether the harness started the cluster.
+func (c *Cluster) Started() bool { return c != nil && c.Settings != nil }
+
 // Stop stops the cluster the harness started, unless keep is set. It does
 // nothing to an existing cluster.
 func (c *Cluster) Stop(keep bool) {
-	if c == nil || c.TC == nil {
+	if !c.Started() {
 		return
 	}
 	if keep {
@@ -146,16 +223,32 @@ func (c *Cluster) Stop(keep bool) {
 	// A fresh context: the run's may be cancelled already.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := c.TC.DownContext(ctx); err != nil {
+	if err := c.script(ctx, "hack/cluster-down.sh"); err != nil {
 		c.logf("stopping the cluster: %v", err)
 	}
 }
 
-// KubectlRun runs the pinned kubectl against the cluster as admin.
-func (c *Cluster) KubectlRun(ctx context.Context, args ...string) error {
+// KubectlCmd is the pinned kubectl with the admin kubeconfig and args, run
+// in the repository, without the KUBECONFIG of the environment.
+func (c *Cluster) KubectlCmd(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, c.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
 	cmd.Dir = c.Root
-	out, err := cmd.CombinedOutput()
+	cmd.Env = Environ("KUBECONFIG")
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// Environ is the process's environment without the given variables.
+func Environ(drop ...string) []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(drop, k)
+	})
+}
+
+// KubectlRun runs the pinned kubectl against the cluster as admin.
+func (c *Cluster) KubectlRun(ctx context.Context, args ...string) error {
+	out, err := c.KubectlCmd(ctx, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
@@ -170,17 +263,9 @@ func (c *Cluster) KubectlRun(ctx context.Context, args ...string) error {
 func (c *Cluster) InstallOperator(ctx context.Context, api API, bindingName string) error {
 	// Server-side: the CRD is too large for the last-applied annotation of
 	// a client-side apply if it carries every description.
-	for _, f := range []string{"crd.yaml", "cluster-role.yaml"} {
-		if err := c.KubectlRun(ctx, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(api.Manifests, f)); err != nil {
-			return err
-		}
-	}
-	// kubectl wait fails outright while a new CRD has no status yet.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		return c.KubectlRun(ctx, "wait", "--for=condition=Established", "--timeout=5s", "crd/mpijobs.kubeflow.org") == nil, nil
-	})
+	err := c.ApplyCRDs(ctx, false, filepath.Join(api.Manifests, "crd.yaml"), filepath.Join(api.Manifests, "cluster-role.yaml"))
 	if err != nil {
-		return fmt.Errorf("waiting for the MPIJob CRD to be Established: %w", err)
+		return err
 	}
 	if err := c.EnsureNamespace(ctx, OperatorNamespace); err != nil {
 		return err
@@ -247,7 +332,7 @@ func (c *Cluster) EnsureNamespace(ctx context.Context, name string) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	return Poller{}.Until(ctx, time.Minute, func() (bool, error) {
 		_, err := c.Kube.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
@@ -275,7 +360,7 @@ func (c *Cluster) DeleteNamespace(ctx context.Context, name string, timeout time
 	if err != nil {
 		return err
 	}
-	return wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	return Poller{Every: time.Second}.Until(ctx, timeout, func() (bool, error) {
 		_, err := c.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
