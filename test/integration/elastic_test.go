@@ -74,9 +74,9 @@ func checkNoDeletionWhileListed(t *testing.T, ns, job string) {
 			if !ok || (ev.Type != watch.Deleted && pod.DeletionTimestamp == nil) {
 				continue
 			}
-			if pod.DeletionTimestamp == nil && pod.Labels["mpi-job-name"] != job {
-				// Its labels were taken away: it left the watch, not
-				// the cluster.
+			if pod.DeletionTimestamp == nil && stillThere(pod) {
+				// Its labels were taken away: it left the watch (whose
+				// event shows it as it was), not the cluster.
 				continue
 			}
 			if slices.Contains(discoveredHosts(t, ns, job), pod.Name+":1") {
@@ -89,6 +89,12 @@ func checkNoDeletionWhileListed(t *testing.T, ns, job string) {
 		w.Stop()
 		wg.Wait()
 	})
+}
+
+// stillThere tells whether pod exists, not terminating.
+func stillThere(pod *corev1.Pod) bool {
+	live, err := env.Kube.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	return err == nil && live.UID == pod.UID && live.DeletionTimestamp == nil
 }
 
 // TestElasticGrowth grows a job from 2 to 4 workers with a patch of its
