@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,21 +139,16 @@ func create[T metav1.Object](ctx context.Context, owner Owner, ch Child[T], want
 // a user or a mutating policy took away is found only by the create that
 // fails, and is adopted back by its owner through them.
 func Relabel(obj metav1.Object, labels map[string]string) bool {
+	if HasLabels(obj, labels) {
+		return false
+	}
 	have := obj.GetLabels()
-	changed := false
-	for k, v := range labels {
-		if cur, ok := have[k]; !ok || cur != v {
-			if have == nil {
-				have = make(map[string]string, len(labels))
-			}
-			have[k] = v
-			changed = true
-		}
+	if have == nil {
+		have = make(map[string]string, len(labels))
 	}
-	if changed {
-		obj.SetLabels(have)
-	}
-	return changed
+	maps.Copy(have, labels)
+	obj.SetLabels(have)
+	return true
 }
 
 // update writes what the controller owns of want into cur, if it differs.
