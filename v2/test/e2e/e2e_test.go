@@ -117,6 +117,18 @@ func createElastic(t *testing.T) {
 	waitCondition(t, elasticJob, "Running", "True")
 	waitDiscovery(t, settle, settle, jobsNS, elasticJob, 2)
 	checkChildren(t, jobsNS, elasticJob, 2)
+	checkSSHD(t, jobsNS, elasticJob+"-worker-0")
+}
+
+// checkSSHD checks that the worker pod's first container runs sshd in the
+// foreground: its image (horovod's) does not, so without a command of the
+// example's own the launcher's horovodrun would find no SSH server.
+func checkSSHD(t *testing.T, ns, pod string) {
+	t.Helper()
+	cmd := must(t, "get", "pod", pod, "-n", ns, "-o", "jsonpath={.spec.containers[0].command} {.spec.containers[0].args}")
+	if !strings.Contains(cmd, "/usr/sbin/sshd -De") {
+		t.Errorf("worker %s runs %q, want /usr/sbin/sshd -De in the foreground", pod, cmd)
+	}
 }
 
 // scaleElastic grows the elastic job to 4 workers and shrinks it to 1 with
