@@ -12,12 +12,14 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
 from . import models
-from .errors import APIError, InvalidError, JobFailedError, WaitTimeoutError
+from .errors import APIError, InvalidError, JobFailedError, NotFoundError, WaitTimeoutError
 from .hosts import Host, Worker, parse_discover_hosts, parse_time
 
 GROUP = "kubeflow.org"
 PLURAL = "mpijobs"
 DRAINING_SINCE = "mpi-operator.kubeflow.org/draining-since"
+LAUNCHER_SUFFIX = "-launcher"
+_EPOCH = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
 
 # Per API version: the models and how the operator labels a job's pods.
 _VERSIONS = {
@@ -27,6 +29,8 @@ _VERSIONS = {
         "job_label": "mpi-job-name",
         "role_label": "mpi-job-role",
         "index_labels": ("replica-index", "training.kubeflow.org/replica-index"),
+        # The launcher is a pod named <job>-launcher.
+        "launcher_job": False,
     },
     "v2beta1": {
         "models": models.v2beta1,
@@ -36,6 +40,9 @@ _VERSIONS = {
         # By name: with the launcher as a worker, the replica-index label
         # is the worker's index plus one.
         "index_labels": (),
+        # The launcher is a batch/v1 Job named <job>-launcher, whose pods
+        # have generated names.
+        "launcher_job": True,
     },
 }
 
@@ -238,7 +245,7 @@ class MPIJobClient:
                 ):
                     obj = event["object"]
                     if event["type"] == "DELETED":
-                        raise APIError('MPIJob %s/%s was deleted while waiting' % (ns, name), status=404, reason="NotFound")
+                        raise NotFoundError("MPIJob %s/%s was deleted while waiting" % (ns, name), status=404, reason="NotFound")
                     resource_version = obj["metadata"]["resourceVersion"]
                     job = self.job_class.from_dict(obj)
                     if done(job) or time.monotonic() >= deadline:
@@ -293,9 +300,14 @@ class MPIJobClient:
     ) -> Union[str, Iterator[str]]:
         """The log of the job's launcher, or of a worker (its index or pod
         name). With ``follow`` an iterator of lines that ends when the
-        container does; else the whole log as a string."""
+        container does; else the whole log as a string.
+
+        The launcher is the pod ``<job>-launcher`` under v1; under v2beta1
+        the newest pod of the launcher Job ``<job>-launcher``. NotFoundError
+        when the job has no launcher pod (yet), or the worker's pod does not
+        exist."""
         ns = namespace or self.namespace
-        pod = _pod_for_logs(name, worker)
+        pod = self._launcher_pod_name(name, ns) if worker is None else _worker_pod_name(name, worker)
         kwargs: Dict[str, Any] = {}
         if container:
             kwargs["container"] = container
@@ -311,8 +323,7 @@ class MPIJobClient:
         ns = namespace or self.namespace
         selector = "involvedObject.kind=MPIJob,involvedObject.name=" + name
         events = _api_call(self.core.list_namespaced_event, ns, field_selector=selector).items
-        epoch = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
-        return sorted(events, key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp or epoch)
+        return sorted(events, key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp or _EPOCH)
 
     # ------------------------------------------------------------------
 
@@ -338,6 +349,33 @@ class MPIJobClient:
         selector = "%s=%s,%s=%s" % (self._v["job_label"], name, self._v["role_label"], role)
         return _api_call(self.core.list_namespaced_pod, ns, label_selector=selector).items
 
+    def _is_launcher(self, name: str, pod: k8s.V1Pod) -> bool:
+        """Whether a pod that the operator labels as the job's launcher is
+        one: under v2beta1, a pod that the launcher Job controls."""
+        if not self._v["launcher_job"]:
+            return True
+        return any(
+            ref.controller and ref.kind == "Job" and ref.name == name + LAUNCHER_SUFFIX and ref.api_version.startswith("batch/")
+            for ref in pod.metadata.owner_references or []
+        )
+
+    def _launcher_pods(self, name: str, ns: str) -> List[k8s.V1Pod]:
+        """The job's launcher pods, newest first: v2beta1's launcher Job
+        replaces a failed pod by a new one of another name."""
+        pods = [p for p in self._pods(name, ns, "launcher") if self._is_launcher(name, p)]
+        return sorted(pods, key=lambda p: (p.metadata.creation_timestamp or _EPOCH, p.metadata.name), reverse=True)
+
+    def _launcher_pod_name(self, name: str, ns: str) -> str:
+        """The name of the pod that runs the job's launcher now: v1's is
+        named after the job; v2beta1's is the newest pod of its Job."""
+        if not self._v["launcher_job"]:
+            return name + LAUNCHER_SUFFIX
+        pods = self._launcher_pods(name, ns)
+        if not pods:
+            self._get_raw(name, ns)  # NotFoundError for a job that does not exist
+            raise NotFoundError("MPIJob %s/%s has no launcher pod" % (ns, name), status=404, reason="NotFound")
+        return pods[0].metadata.name
+
     def _index(self, pod: k8s.V1Pod) -> Optional[int]:
         labels = pod.metadata.labels or {}
         for key in self._v["index_labels"]:
@@ -347,11 +385,8 @@ class MPIJobClient:
         return int(suffix) if suffix.isdigit() else None
 
 
-def _pod_for_logs(name: str, worker: Optional[Union[int, str]]) -> str:
-    """The pod whose log get_logs reads: the launcher, or a worker by index
-    or by pod name."""
-    if worker is None:
-        return name + "-launcher"
+def _worker_pod_name(name: str, worker: Union[int, str]) -> str:
+    """The pod of a worker given by index or by pod name."""
     if isinstance(worker, str) and not worker.isdigit():
         return worker
     return "%s-worker-%d" % (name, int(worker))

@@ -277,7 +277,14 @@ def test_wait_for_times_out(stub, client):
 def test_wait_for_a_deleted_job(stub, client):
     stub.route("GET", JOBS + "/pi", 200, mpijob())
     stub.route("GET", JOBS, 200, watch_events(mpijob(), kind="DELETED"))
-    with pytest.raises(APIError, match="deleted"):
+    with pytest.raises(NotFoundError, match="deleted") as err:
+        client.wait_for("pi", timeout=30)
+    assert (err.value.status, err.value.reason) == (404, "NotFound")
+
+
+def test_wait_for_a_job_that_does_not_exist(stub, client):
+    stub.route("GET", JOBS + "/pi", 404, status(404, "NotFound", 'mpijobs.kubeflow.org "pi" not found'))
+    with pytest.raises(NotFoundError, match='"pi" not found'):
         client.wait_for("pi", timeout=30)
 
 
@@ -381,6 +388,68 @@ def test_v2beta1_client_uses_its_version_and_labels(stub):
     # the index plus one.
     assert [(w.name, w.index, w.listed) for w in client.get_workers("pi")] == [("pi-worker-0", 0, True)]
     assert stub.requests[1]["query"] == {"labelSelector": "training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=worker"}
+
+
+def v2_client():
+    conf = k8s.Configuration(host="http://127.0.0.1:%d" % STUB_PORT)
+    return MPIJobClient(namespace="ns", api_client=k8s.ApiClient(conf), version="v2beta1")
+
+
+def launcher_pod(name, created, owner="pi-launcher", containers=("launcher",)):
+    """A v2beta1 launcher pod: labelled by the operator, controlled by the
+    launcher Job (owner) as the Job controller creates it."""
+    refs = [{"apiVersion": "batch/v1", "kind": "Job", "name": owner, "uid": "u-" + owner, "controller": True}] if owner else None
+    return {
+        "metadata": {
+            "name": name,
+            "creationTimestamp": created,
+            "labels": {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "launcher", "batch.kubernetes.io/job-name": "pi-launcher"},
+            "ownerReferences": refs,
+        },
+        "spec": {"containers": [{"name": c} for c in containers]},
+        "status": {"phase": "Running"},
+    }
+
+
+def test_v2beta1_get_logs_reads_the_launcher_jobs_newest_pod(stub):
+    """v2beta1's launcher is a batch Job: its pod's name has a generated
+    suffix, and a retried launcher leaves the failed pod beside the new one.
+    A pod labelled as the launcher that the Job does not control is not
+    it."""
+    client = v2_client()
+    stub.routes.clear()
+    stub.requests.clear()
+    stub.route(
+        "GET",
+        "/api/v1/namespaces/ns/pods",
+        200,
+        {
+            "items": [
+                launcher_pod("pi-launcher-old11", "2026-11-23T16:00:00Z"),
+                launcher_pod("pi-launcher-new22", "2026-11-23T16:05:00Z"),
+                launcher_pod("pi-launcher-stray", "2026-11-23T16:09:00Z", owner=None),
+            ]
+        },
+    )
+    stub.route("GET", "/api/v1/namespaces/ns/pods/pi-launcher-new22/log", 200, "rank 0: retried\n")
+    assert client.get_logs("pi", tail_lines=5) == "rank 0: retried\n"
+    assert [(r["path"], r["query"]) for r in stub.requests] == [
+        ("/api/v1/namespaces/ns/pods", {"labelSelector": "training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=launcher"}),
+        ("/api/v1/namespaces/ns/pods/pi-launcher-new22/log", {"tailLines": "5"}),
+    ]
+
+
+def test_v2beta1_get_logs_without_a_launcher_pod(stub):
+    client = v2_client()
+    stub.routes.clear()
+    stub.requests.clear()
+    stub.route("GET", "/api/v1/namespaces/ns/pods", 200, {"items": []})
+    stub.route("GET", "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi", 200, dict(mpijob(), apiVersion="kubeflow.org/v2beta1"))
+    with pytest.raises(NotFoundError, match="MPIJob ns/pi has no launcher pod"):
+        client.get_logs("pi")
+    stub.route("GET", "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi", 404, status(404, "NotFound", 'mpijobs.kubeflow.org "pi" not found'))
+    with pytest.raises(NotFoundError, match='"pi" not found'):
+        client.get_logs("pi")
 
 
 def test_unknown_version():
