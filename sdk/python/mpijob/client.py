@@ -31,6 +31,8 @@ _VERSIONS = {
         "index_labels": ("replica-index", "training.kubeflow.org/replica-index"),
         # The launcher is a pod named <job>-launcher.
         "launcher_job": False,
+        # The condition types the operator writes.
+        "conditions": ("Created", "Running", "Restarting", "Succeeded", "Failed", "Resizing", "Blocked"),
     },
     "v2beta1": {
         "models": models.v2beta1,
@@ -43,6 +45,7 @@ _VERSIONS = {
         # The launcher is a batch/v1 Job named <job>-launcher, whose pods
         # have generated names.
         "launcher_job": True,
+        "conditions": ("Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended", "Resizing", "Blocked"),
     },
 }
 
@@ -105,23 +108,41 @@ class MPIJobClient:
         self.core = k8s.CoreV1Api(api_client)
 
     # ------------------------------------------------------------------
-    # Create, read, change, delete
+    # Create, read, change, delete (Kubeflow's names; the short names
+    # below them are the same calls)
 
-    def create(self, job: JobLike, namespace: Optional[str] = None):
+    def create_job(self, job: JobLike, namespace: Optional[str] = None, *, job_kind: Optional[str] = None):
         """Creates a job from a model, a dict, or the path of a YAML file
-        holding one MPIJob; returns the job as the API server stored it."""
+        holding one MPIJob; returns the job as the API server stored it.
+
+        The namespace is ``namespace``, else the job's own
+        ``metadata.namespace``, else the client's. ``job_kind``, as
+        Kubeflow's TrainingClient takes it, may only be "MPIJob". A job of
+        another apiVersion than the client's is a ValueError; a job the API
+        server refuses raises its answer (ConflictError when the name is
+        taken, InvalidError for a job that breaks the CRD's rules)."""
+        _check_kind(job_kind)
         body = self._body(job)
         ns = namespace or (body.get("metadata") or {}).get("namespace") or self.namespace
         created = _api_call(self.custom.create_namespaced_custom_object, GROUP, self.version, ns, PLURAL, body)
         return self.job_class.from_dict(created)
 
-    def get(self, name: str, namespace: Optional[str] = None):
-        """The job of that name."""
+    def get_job(self, name: str, namespace: Optional[str] = None, *, job_kind: Optional[str] = None):
+        """The job of that name; NotFoundError when there is none."""
+        _check_kind(job_kind)
         return self.job_class.from_dict(self._get_raw(name, namespace))
 
-    def list(self, namespace: Optional[str] = None, label_selector: Optional[str] = None, all_namespaces: bool = False):
+    def list_jobs(
+        self,
+        namespace: Optional[str] = None,
+        label_selector: Optional[str] = None,
+        all_namespaces: bool = False,
+        *,
+        job_kind: Optional[str] = None,
+    ):
         """The jobs of a namespace (or of all), optionally those whose labels
         match a selector such as ``team=vision,tier!=dev``."""
+        _check_kind(job_kind)
         kwargs = {"label_selector": label_selector} if label_selector else {}
         if all_namespaces:
             result = _api_call(self.custom.list_cluster_custom_object, GROUP, self.version, PLURAL, **kwargs)
@@ -140,9 +161,21 @@ class MPIJobClient:
         )
         return self.job_class.from_dict(result)
 
-    def delete(self, name: str, namespace: Optional[str] = None, propagation_policy: str = "Foreground") -> None:
-        """Deletes the job; with the default Foreground propagation its pods
-        and other children go before the job itself."""
+    def delete_job(
+        self,
+        name: str,
+        namespace: Optional[str] = None,
+        propagation_policy: str = "Foreground",
+        delete_options: Optional[k8s.V1DeleteOptions] = None,
+        *,
+        job_kind: Optional[str] = None,
+    ) -> None:
+        """Deletes the job and returns once the API server accepted the
+        deletion (the job may still exist for a moment: with the default
+        Foreground propagation its pods and other children go before the
+        job itself). ``delete_options``, when given, is sent instead of
+        the propagation policy. NotFoundError when there is no such job."""
+        _check_kind(job_kind)
         _api_call(
             self.custom.delete_namespaced_custom_object,
             GROUP,
@@ -150,8 +183,24 @@ class MPIJobClient:
             namespace or self.namespace,
             PLURAL,
             name,
-            body=k8s.V1DeleteOptions(propagation_policy=propagation_policy),
+            body=delete_options or k8s.V1DeleteOptions(propagation_policy=propagation_policy),
         )
+
+    def create(self, job: JobLike, namespace: Optional[str] = None):
+        """create_job."""
+        return self.create_job(job, namespace)
+
+    def get(self, name: str, namespace: Optional[str] = None):
+        """get_job."""
+        return self.get_job(name, namespace)
+
+    def list(self, namespace: Optional[str] = None, label_selector: Optional[str] = None, all_namespaces: bool = False):
+        """list_jobs."""
+        return self.list_jobs(namespace, label_selector, all_namespaces)
+
+    def delete(self, name: str, namespace: Optional[str] = None, propagation_policy: str = "Foreground") -> None:
+        """delete_job."""
+        self.delete_job(name, namespace, propagation_policy)
 
     # ------------------------------------------------------------------
     # Scale
@@ -176,42 +225,115 @@ class MPIJobClient:
         return self.get(name, ns)
 
     # ------------------------------------------------------------------
-    # Status
+    # Conditions (Kubeflow's names; is_running, is_succeeded, is_failed
+    # and wait_for are the same calls)
+
+    def get_job_conditions(
+        self, name: Optional[str] = None, namespace: Optional[str] = None, job=None, *, job_kind: Optional[str] = None
+    ) -> List[Any]:
+        """The conditions of the job's status (JobCondition models: type,
+        status, reason, message, times), in the order the operator wrote
+        them; empty before it wrote any. Reads the job of that name, or
+        takes ``job`` as read before."""
+        job = self._job_or_get(name, namespace, job, job_kind)
+        return list((job.status.conditions or []) if job.status else [])
+
+    def is_job_created(self, name: Optional[str] = None, namespace: Optional[str] = None, job=None, *, job_kind: Optional[str] = None) -> bool:
+        """Whether the job's Created condition is True (the operator has
+        seen it; it stays True for the job's life)."""
+        return condition_true(self._job_or_get(name, namespace, job, job_kind), "Created")
+
+    def is_job_running(self, name: Optional[str] = None, namespace: Optional[str] = None, job=None, *, job_kind: Optional[str] = None) -> bool:
+        """Whether the job's Running condition is True."""
+        return condition_true(self._job_or_get(name, namespace, job, job_kind), "Running")
+
+    def is_job_restarting(
+        self, name: Optional[str] = None, namespace: Optional[str] = None, job=None, *, job_kind: Optional[str] = None
+    ) -> bool:
+        """Whether the job's Restarting condition is True (its launcher is
+        being replaced, e.g. after an eviction)."""
+        return condition_true(self._job_or_get(name, namespace, job, job_kind), "Restarting")
+
+    def is_job_succeeded(
+        self, name: Optional[str] = None, namespace: Optional[str] = None, job=None, *, job_kind: Optional[str] = None
+    ) -> bool:
+        """Whether the job's Succeeded condition is True."""
+        return condition_true(self._job_or_get(name, namespace, job, job_kind), "Succeeded")
+
+    def is_job_failed(self, name: Optional[str] = None, namespace: Optional[str] = None, job=None, *, job_kind: Optional[str] = None) -> bool:
+        """Whether the job's Failed condition is True."""
+        return condition_true(self._job_or_get(name, namespace, job, job_kind), "Failed")
 
     def is_running(self, name: str, namespace: Optional[str] = None) -> bool:
-        """Whether the job's Running condition is True."""
-        return condition_true(self.get(name, namespace), "Running")
+        """is_job_running."""
+        return self.is_job_running(name, namespace)
 
     def is_succeeded(self, name: str, namespace: Optional[str] = None) -> bool:
-        """Whether the job's Succeeded condition is True."""
-        return condition_true(self.get(name, namespace), "Succeeded")
+        """is_job_succeeded."""
+        return self.is_job_succeeded(name, namespace)
 
     def is_failed(self, name: str, namespace: Optional[str] = None) -> bool:
-        """Whether the job's Failed condition is True."""
-        return condition_true(self.get(name, namespace), "Failed")
+        """is_job_failed."""
+        return self.is_job_failed(name, namespace)
 
-    def wait_for(
+    def wait_for_job_conditions(
         self,
         name: str,
-        conditions: Iterable[str] = ("Succeeded",),
-        timeout: float = 600,
         namespace: Optional[str] = None,
+        expected_conditions: Union[str, Iterable[str]] = frozenset({"Succeeded"}),
+        timeout: float = 600,
+        polling_interval: Optional[float] = None,
+        callback: Optional[Callable[[Any], None]] = None,
+        *,
         until: Optional[Callable[[Any], bool]] = None,
         fail_on_failed: bool = True,
+        wait_timeout: Optional[float] = None,
+        job_kind: Optional[str] = None,
     ):
-        """Waits, on a watch of the job, until one of ``conditions`` is True
-        (or, when given, ``until(job)`` holds instead), and returns the job.
+        """Waits until one of ``expected_conditions`` is True on the job (or,
+        when ``until`` is given, until ``until(job)`` holds instead), and
+        returns the job as last read.
 
-        Raises JobFailedError when the job fails first (unless
-        ``fail_on_failed`` is False or "Failed" is among the conditions),
-        WaitTimeoutError after ``timeout`` seconds, NotFoundError when the
-        job does not exist or is deleted meanwhile.
+        Args:
+            expected_conditions: condition types, any of which ends the
+                wait: Created, Running, Restarting, Succeeded, Failed,
+                Resizing, Blocked, and under v2beta1 Suspended. Others are
+                a ValueError. One type may be given as a string.
+            timeout: seconds to wait in all. ``wait_timeout`` is Kubeflow's
+                name for it and wins when given. (Kubeflow's ``timeout`` is
+                the time of one request; here it is the whole wait.)
+            polling_interval: None (the default) waits on a watch of the
+                job and looks at every change as it happens; a number of
+                seconds reads the job that often instead, as Kubeflow's
+                client does (for an account that may get MPIJobs but not
+                watch them).
+            callback: called with the job each time it is read or changes.
+            until: a predicate of the job that replaces the conditions.
+            fail_on_failed: when True (the default) a job whose Failed
+                condition turns True ends the wait with JobFailedError,
+                unless "Failed" is expected.
+
+        Raises:
+            WaitTimeoutError (a TimeoutError) after ``timeout`` seconds,
+            carrying the last state of the job; JobFailedError (a
+            RuntimeError) when the job fails first; NotFoundError when the
+            job does not exist or is deleted meanwhile.
         """
+        _check_kind(job_kind)
         ns = namespace or self.namespace
-        wanted = set(conditions)
+        wanted = {expected_conditions} if isinstance(expected_conditions, str) else set(expected_conditions)
+        unknown = wanted - set(self._v["conditions"])
+        if unknown:
+            raise ValueError(
+                "%s MPIJobs have no condition %s; they have %s" % (self.version, ", ".join(sorted(unknown)), ", ".join(self._v["conditions"]))
+            )
+        if wait_timeout is not None:
+            timeout = wait_timeout
         deadline = time.monotonic() + timeout
 
         def done(job) -> bool:
+            if callback is not None:
+                callback(job)
             if until is not None:
                 if until(job):
                     return True
@@ -221,15 +343,30 @@ class MPIJobClient:
                 raise JobFailedError("MPIJob %s/%s failed: %s" % (ns, name, _failed_message(job)), job)
             return False
 
+        def timed_out(job):
+            what = "none of %s" % sorted(wanted) if until is None else "the wait's predicate does not hold"
+            return WaitTimeoutError("MPIJob %s/%s: %s after %gs" % (ns, name, what, timeout), job)
+
+        if polling_interval is not None:
+            if polling_interval <= 0:
+                raise ValueError("polling_interval must be more than 0 seconds, or None to watch")
+            while True:
+                job = self.get_job(name, ns)
+                if done(job):
+                    return job
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise timed_out(job)
+                time.sleep(min(polling_interval, remaining))
+
         raw = self._get_raw(name, ns)
         job = self.job_class.from_dict(raw)
         resource_version = raw["metadata"]["resourceVersion"]
-        while not done(job):
+        finished = done(job)
+        while not finished:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise WaitTimeoutError(
-                    "MPIJob %s/%s: none of %s after %gs" % (ns, name, sorted(wanted) if until is None else "the wait", timeout), job
-                )
+                raise timed_out(job)
             watcher = k8s_watch.Watch()
             try:
                 for event in watcher.stream(
@@ -248,7 +385,8 @@ class MPIJobClient:
                         raise NotFoundError("MPIJob %s/%s was deleted while waiting" % (ns, name), status=404, reason="NotFound")
                     resource_version = obj["metadata"]["resourceVersion"]
                     job = self.job_class.from_dict(obj)
-                    if done(job) or time.monotonic() >= deadline:
+                    finished = done(job)
+                    if finished or time.monotonic() >= deadline:
                         break
             except ApiException as exc:
                 if exc.status != 410:
@@ -257,9 +395,24 @@ class MPIJobClient:
                 raw = self._get_raw(name, ns)
                 job = self.job_class.from_dict(raw)
                 resource_version = raw["metadata"]["resourceVersion"]
+                finished = done(job)
             finally:
                 watcher.stop()
         return job
+
+    def wait_for(
+        self,
+        name: str,
+        conditions: Union[str, Iterable[str]] = ("Succeeded",),
+        timeout: float = 600,
+        namespace: Optional[str] = None,
+        until: Optional[Callable[[Any], bool]] = None,
+        fail_on_failed: bool = True,
+    ):
+        """wait_for_job_conditions on a watch, with the conditions second."""
+        return self.wait_for_job_conditions(
+            name, namespace, expected_conditions=conditions, timeout=timeout, until=until, fail_on_failed=fail_on_failed
+        )
 
     # ------------------------------------------------------------------
     # Hosts, workers, logs, events
@@ -327,6 +480,14 @@ class MPIJobClient:
 
     # ------------------------------------------------------------------
 
+    def _job_or_get(self, name: Optional[str], namespace: Optional[str], job, job_kind: Optional[str]):
+        _check_kind(job_kind)
+        if job is not None:
+            return job
+        if not name:
+            raise ValueError("give the job's name or the job")
+        return self.get_job(name, namespace)
+
     def _get_raw(self, name: str, namespace: Optional[str]) -> Dict[str, Any]:
         return _api_call(self.custom.get_namespaced_custom_object, GROUP, self.version, namespace or self.namespace, PLURAL, name)
 
@@ -383,6 +544,12 @@ class MPIJobClient:
                 return int(labels[key])
         suffix = pod.metadata.name.rsplit("-", 1)[-1]
         return int(suffix) if suffix.isdigit() else None
+
+
+def _check_kind(job_kind: Optional[str]) -> None:
+    """Refuses a Kubeflow job_kind other than MPIJob."""
+    if job_kind is not None and job_kind != "MPIJob":
+        raise ValueError("MPIJobClient serves MPIJobs, not %s" % job_kind)
 
 
 def _worker_pod_name(name: str, worker: Union[int, str]) -> str:

@@ -7,6 +7,7 @@ in tests/cluster."""
 import http.server
 import json
 import threading
+import time
 import urllib.parse
 
 import pytest
@@ -286,6 +287,153 @@ def test_wait_for_a_job_that_does_not_exist(stub, client):
     stub.route("GET", JOBS + "/pi", 404, status(404, "NotFound", 'mpijobs.kubeflow.org "pi" not found'))
     with pytest.raises(NotFoundError, match='"pi" not found'):
         client.wait_for("pi", timeout=30)
+
+
+def test_kubeflow_names_send_the_requests_of_the_short_names(stub, client):
+    stub.route("POST", JOBS, 201, mpijob())
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    stub.route("GET", JOBS, 200, {"items": [mpijob("a")]})
+    stub.route("DELETE", JOBS + "/pi", 200, status(200, "", ""))
+    assert client.create_job(mpijob(), job_kind="MPIJob").metadata.name == "pi"
+    assert client.get_job("pi").metadata.name == "pi"
+    assert [j.metadata.name for j in client.list_jobs(label_selector="team=a")] == ["a"]
+    client.delete_job("pi")
+    client.create(mpijob())
+    client.get("pi")
+    client.list(label_selector="team=a")
+    client.delete("pi")
+    sent = [(r["method"], r["path"], r["query"], r["body"]) for r in stub.requests]
+    assert sent[:4] == sent[4:]
+    assert [r[0] for r in sent[:4]] == ["POST", "GET", "GET", "DELETE"]
+
+
+def test_delete_job_with_delete_options(stub, client):
+    stub.route("DELETE", JOBS + "/pi", 200, status(200, "", ""))
+    client.delete_job("pi", delete_options=k8s.V1DeleteOptions(propagation_policy="Background", grace_period_seconds=0))
+    assert stub.requests[0]["body"] == {"propagationPolicy": "Background", "gracePeriodSeconds": 0}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.create_job(mpijob(), job_kind="PyTorchJob"),
+        lambda c: c.get_job("pi", job_kind="PyTorchJob"),
+        lambda c: c.list_jobs(job_kind="TFJob"),
+        lambda c: c.delete_job("pi", job_kind="TFJob"),
+        lambda c: c.get_job_conditions("pi", job_kind="TFJob"),
+        lambda c: c.wait_for_job_conditions("pi", job_kind="TFJob"),
+    ],
+)
+def test_a_job_kind_other_than_mpijob_is_refused_before_any_request(stub, client, call):
+    with pytest.raises(ValueError, match="serves MPIJobs"):
+        call(client)
+    assert stub.requests == []
+
+
+def test_get_job_conditions_and_is_job(stub, client):
+    conditions = [("Created", "True"), ("Running", "False"), ("Restarting", "True")]
+    stub.route("GET", JOBS + "/pi", 200, mpijob(conditions=conditions))
+    got = client.get_job_conditions("pi")
+    assert [(c.type, c.status, c.reason) for c in got] == [(t, s, "R") for t, s in conditions]
+    assert client.is_job_created("pi") and client.is_job_restarting("pi")
+    assert not (client.is_job_running("pi") or client.is_job_succeeded("pi") or client.is_job_failed("pi"))
+    assert len(stub.requests) == 6  # one read each
+
+    stub.requests.clear()
+    job = client.get_job("pi")
+    assert client.is_job_created(job=job) and not client.is_job_running(job=job)
+    assert [c.type for c in client.get_job_conditions(job=job)] == ["Created", "Running", "Restarting"]
+    assert len(stub.requests) == 1  # the job given is not read again
+    with pytest.raises(ValueError, match="name"):
+        client.is_job_running()
+
+
+def test_get_job_conditions_of_a_job_without_status(stub, client):
+    job = mpijob()
+    del job["status"]
+    stub.route("GET", JOBS + "/pi", 200, job)
+    assert client.get_job_conditions("pi") == []
+    assert not client.is_job_created("pi")
+
+
+def test_wait_for_job_conditions_polls_with_a_polling_interval(stub, client):
+    """With a polling_interval the job is read that often, as Kubeflow's
+    client does, and no watch is opened; the callback sees each read."""
+    stub.route_in_turn(
+        "GET",
+        JOBS + "/pi",
+        (200, mpijob(conditions=[("Created", "True")], resource_version="1")),
+        (200, mpijob(conditions=[("Created", "True")], resource_version="2")),
+        (200, mpijob(conditions=[("Created", "True"), ("Running", "True")], resource_version="3")),
+    )
+    seen = []
+    job = client.wait_for_job_conditions("pi", expected_conditions={"Running", "Succeeded"}, timeout=30, polling_interval=0.05, callback=lambda j: seen.append(j.metadata.resource_version))
+    assert job.metadata.resource_version == "3"
+    assert seen == ["1", "2", "3"]
+    assert [(r["method"], r["path"]) for r in stub.requests] == [("GET", JOBS + "/pi")] * 3
+
+
+def test_wait_for_job_conditions_polling_times_out(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob(conditions=[("Running", "True")]))
+    start = time.monotonic()
+    with pytest.raises(TimeoutError) as err:
+        client.wait_for_job_conditions("pi", timeout=0.5, polling_interval=0.1)
+    assert 0.5 <= time.monotonic() - start < 5
+    assert isinstance(err.value, WaitTimeoutError)
+    assert "none of ['Succeeded'] after 0.5s" in str(err.value)
+    assert err.value.job.status.conditions[0].type == "Running"
+
+
+def test_wait_for_job_conditions_wait_timeout_is_kubeflows_name_for_timeout(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    start = time.monotonic()
+    with pytest.raises(WaitTimeoutError):
+        client.wait_for_job_conditions("pi", timeout=600, wait_timeout=0.3, polling_interval=0.1)
+    assert time.monotonic() - start < 5
+
+
+def test_wait_for_job_conditions_polling_a_job_that_goes(stub, client):
+    stub.route_in_turn(
+        "GET", JOBS + "/pi", (200, mpijob()), (404, status(404, "NotFound", 'mpijobs.kubeflow.org "pi" not found'))
+    )
+    with pytest.raises(NotFoundError, match='"pi" not found'):
+        client.wait_for_job_conditions("pi", timeout=30, polling_interval=0.05)
+
+
+@pytest.mark.parametrize("polling_interval", [None, 0.05])
+def test_wait_for_job_conditions_raises_a_runtime_error_when_the_job_fails(stub, client, polling_interval):
+    stub.route("GET", JOBS + "/pi", 200, mpijob(conditions=[("Failed", "True")]))
+    stub.route("GET", JOBS, 200, [])
+    with pytest.raises(RuntimeError, match="R: m Failed") as err:
+        client.wait_for_job_conditions("pi", timeout=30, polling_interval=polling_interval)
+    assert isinstance(err.value, JobFailedError)
+    job = client.wait_for_job_conditions("pi", expected_conditions="Failed", timeout=30, polling_interval=polling_interval)
+    assert job.metadata.name == "pi"
+
+
+def test_wait_for_job_conditions_on_a_watch_calls_back_once_per_state(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob(resource_version="5"))
+    stub.route(
+        "GET",
+        JOBS,
+        200,
+        watch_events(mpijob(conditions=[("Created", "True")], resource_version="6"), mpijob(conditions=[("Succeeded", "True")], resource_version="7")),
+    )
+    seen = []
+    job = client.wait_for_job_conditions("pi", callback=lambda j: seen.append(j.metadata.resource_version), timeout=30)
+    assert job.metadata.resource_version == "7"
+    assert seen == ["5", "6", "7"]
+    assert stub.requests[1]["query"]["watch"] in ("true", "True")
+
+
+@pytest.mark.parametrize("conditions,version", [({"Runing"}, "v1"), ({"Suspended"}, "v1"), ({"Done", "Running"}, "v2beta1")])
+def test_wait_for_job_conditions_refuses_a_condition_the_operator_never_writes(stub, conditions, version):
+    conf = k8s.Configuration(host="http://127.0.0.1:%d" % STUB_PORT)
+    client = MPIJobClient(namespace="ns", api_client=k8s.ApiClient(conf), version=version)
+    stub.requests.clear()
+    with pytest.raises(ValueError, match="have no condition"):
+        client.wait_for_job_conditions("pi", expected_conditions=conditions)
+    assert stub.requests == []
 
 
 def test_status_predicates(stub, client):
