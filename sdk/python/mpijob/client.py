@@ -442,6 +442,129 @@ class MPIJobClient:
         ]
         return sorted(workers, key=lambda w: (w.index is None, w.index if w.index is not None else 0, w.name))
 
+    def get_job_pods(
+        self,
+        name: str,
+        namespace: Optional[str] = None,
+        role: Optional[str] = None,
+        replica_index: Optional[int] = None,
+        *,
+        replica_type: Optional[str] = None,
+        is_master: bool = False,
+        job_kind: Optional[str] = None,
+    ) -> List[k8s.V1Pod]:
+        """The job's pods (the kubernetes client's V1Pod): its launcher
+        pods, newest first, then its workers by index; whatever their
+        phase, draining and terminating ones included.
+
+        Args:
+            role: "launcher" or "worker" for only those; ``replica_type``
+                is Kubeflow's name for it (either case, e.g. "Worker"), and
+                ``is_master=True`` means the launcher.
+            replica_index: only the worker of that index.
+
+        Under v1 the launcher is the pod ``<job>-launcher``; under v2beta1
+        the launcher pods are those of the launcher Job ``<job>-launcher``
+        (a retried launcher leaves its failed pods there). NotFoundError
+        when the job does not exist; an empty list for a job without such
+        pods (not started, suspended, or finished and cleaned up).
+        """
+        _check_kind(job_kind)
+        ns = namespace or self.namespace
+        role = _pod_role(role, replica_type, is_master, replica_index)
+        pods = self._pods(name, ns, role)
+        def of(wanted: str) -> List[k8s.V1Pod]:
+            if role not in (None, wanted):
+                return []
+            return [p for p in pods if (p.metadata.labels or {}).get(self._v["role_label"]) == wanted]
+
+        launchers = _newest_first([p for p in of("launcher") if self._is_launcher(name, p)])
+        workers = [p for p in of("worker") if replica_index is None or self._index(p) == replica_index]
+        workers.sort(key=lambda p: (self._index(p) is None, self._index(p) or 0, p.metadata.name))
+        if not launchers and not workers:
+            self._get_raw(name, ns)  # NotFoundError for a job that does not exist
+        return launchers + workers
+
+    def get_job_pod_names(
+        self,
+        name: str,
+        namespace: Optional[str] = None,
+        role: Optional[str] = None,
+        replica_index: Optional[int] = None,
+        *,
+        replica_type: Optional[str] = None,
+        is_master: bool = False,
+        job_kind: Optional[str] = None,
+    ) -> List[str]:
+        """The names of get_job_pods' pods, in its order."""
+        pods = self.get_job_pods(name, namespace, role, replica_index, replica_type=replica_type, is_master=is_master, job_kind=job_kind)
+        return [p.metadata.name for p in pods]
+
+    def get_job_logs(
+        self,
+        name: str,
+        namespace: Optional[str] = None,
+        container: Optional[str] = None,
+        role: Optional[str] = None,
+        replica_index: Optional[int] = None,
+        pod_name: Optional[str] = None,
+        follow: bool = False,
+        tail_lines: Optional[int] = None,
+        *,
+        replica_type: Optional[str] = None,
+        is_master: bool = False,
+        job_kind: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """The logs of the job's pods: a dict from pod name to the pod's log
+        as a string, in get_job_pods' order (launcher pods newest first,
+        then workers by index).
+
+        By default every pod of the job; ``role``, ``replica_type``,
+        ``is_master`` and ``replica_index`` choose as in get_job_pods, and
+        ``pod_name`` reads that one pod (not checked against the job's
+        pods). ``container`` is read in every pod chosen; without it, the
+        API server's default container of each pod (its only one, or the
+        one its ``kubectl.kubernetes.io/default-container`` annotation
+        names), else its first. ``tail_lines`` keeps the last lines of each.
+
+        With ``follow`` the values are iterators of lines instead, each
+        stream opened by this call and ending when its container does (read
+        several in threads of their own).
+
+        An empty dict for a job without such pods; NotFoundError when the
+        job (or the named pod) does not exist; a log the API server cannot
+        give (e.g. a pod whose container has not started, or a wrong
+        container) raises its answer (APIError), for the whole call.
+        """
+        _check_kind(job_kind)
+        ns = namespace or self.namespace
+        if pod_name is not None:
+            if role is not None or replica_type is not None or is_master or replica_index is not None:
+                raise ValueError("give pod_name or a role and index, not both")
+            targets = [(pod_name, container)]
+        else:
+            pods = self.get_job_pods(name, ns, role, replica_index, replica_type=replica_type, is_master=is_master)
+            targets = [(p.metadata.name, container or _main_container(p)) for p in pods]
+        kwargs: Dict[str, Any] = {}
+        if tail_lines is not None:
+            kwargs["tail_lines"] = tail_lines
+        logs: Dict[str, Any] = {}
+        opened = []
+        try:
+            for pod, chosen in targets:
+                args = dict(kwargs, container=chosen) if chosen else kwargs
+                if not follow:
+                    logs[pod] = _api_call(self.core.read_namespaced_pod_log, pod, ns, **args)
+                    continue
+                resp = _api_call(self.core.read_namespaced_pod_log, pod, ns, follow=True, _preload_content=False, **args)
+                opened.append(resp)
+                logs[pod] = _lines(resp)
+        except BaseException:
+            for resp in opened:
+                resp.release_conn()
+            raise
+        return logs
+
     def get_logs(
         self,
         name: str,
@@ -451,9 +574,10 @@ class MPIJobClient:
         follow: bool = False,
         tail_lines: Optional[int] = None,
     ) -> Union[str, Iterator[str]]:
-        """The log of the job's launcher, or of a worker (its index or pod
-        name). With ``follow`` an iterator of lines that ends when the
-        container does; else the whole log as a string.
+        """get_job_logs of one pod: the launcher's, or a worker's (its index
+        or pod name), as a string, or with ``follow`` an iterator of lines
+        that ends when the container does. Without ``container``, the API
+        server's default container.
 
         The launcher is the pod ``<job>-launcher`` under v1; under v2beta1
         the newest pod of the launcher Job ``<job>-launcher``. NotFoundError
@@ -461,15 +585,7 @@ class MPIJobClient:
         exist."""
         ns = namespace or self.namespace
         pod = self._launcher_pod_name(name, ns) if worker is None else _worker_pod_name(name, worker)
-        kwargs: Dict[str, Any] = {}
-        if container:
-            kwargs["container"] = container
-        if tail_lines is not None:
-            kwargs["tail_lines"] = tail_lines
-        if not follow:
-            return _api_call(self.core.read_namespaced_pod_log, pod, ns, **kwargs)
-        resp = _api_call(self.core.read_namespaced_pod_log, pod, ns, follow=True, _preload_content=False, **kwargs)
-        return _lines(resp)
+        return self.get_job_logs(name, ns, container=container, pod_name=pod, follow=follow, tail_lines=tail_lines)[pod]
 
     def get_events(self, name: str, namespace: Optional[str] = None) -> List[k8s.CoreV1Event]:
         """The events about the job (not its pods), oldest first."""
@@ -506,8 +622,11 @@ class MPIJobClient:
             raise ValueError("this client creates %s/%s MPIJobs, not %s %s" % (GROUP, self.version, body["apiVersion"], body["kind"]))
         return body
 
-    def _pods(self, name: str, ns: str, role: str) -> List[k8s.V1Pod]:
-        selector = "%s=%s,%s=%s" % (self._v["job_label"], name, self._v["role_label"], role)
+    def _pods(self, name: str, ns: str, role: Optional[str]) -> List[k8s.V1Pod]:
+        """The pods the operator labels as the job's, of one role or all."""
+        selector = "%s=%s" % (self._v["job_label"], name)
+        if role is not None:
+            selector += ",%s=%s" % (self._v["role_label"], role)
         return _api_call(self.core.list_namespaced_pod, ns, label_selector=selector).items
 
     def _is_launcher(self, name: str, pod: k8s.V1Pod) -> bool:
@@ -521,10 +640,8 @@ class MPIJobClient:
         )
 
     def _launcher_pods(self, name: str, ns: str) -> List[k8s.V1Pod]:
-        """The job's launcher pods, newest first: v2beta1's launcher Job
-        replaces a failed pod by a new one of another name."""
-        pods = [p for p in self._pods(name, ns, "launcher") if self._is_launcher(name, p)]
-        return sorted(pods, key=lambda p: (p.metadata.creation_timestamp or _EPOCH, p.metadata.name), reverse=True)
+        """The job's launcher pods, newest first."""
+        return _newest_first([p for p in self._pods(name, ns, "launcher") if self._is_launcher(name, p)])
 
     def _launcher_pod_name(self, name: str, ns: str) -> str:
         """The name of the pod that runs the job's launcher now: v1's is
@@ -550,6 +667,42 @@ def _check_kind(job_kind: Optional[str]) -> None:
     """Refuses a Kubeflow job_kind other than MPIJob."""
     if job_kind is not None and job_kind != "MPIJob":
         raise ValueError("MPIJobClient serves MPIJobs, not %s" % job_kind)
+
+
+def _pod_role(role: Optional[str], replica_type: Optional[str], is_master: bool, replica_index: Optional[int]) -> Optional[str]:
+    """The role of the pods that get_job_pods is asked for: "launcher",
+    "worker", or None for all."""
+    roles = set()
+    for given in (role, replica_type):
+        if given is None:
+            continue
+        if given.lower() not in ("launcher", "worker"):
+            raise ValueError("an MPIJob's pods are its launcher and its workers, not %r" % given)
+        roles.add(given.lower())
+    if is_master:
+        roles.add("launcher")
+    if replica_index is not None and not roles:
+        roles.add("worker")
+    if len(roles) > 1:
+        raise ValueError("role, replica_type and is_master ask for different pods")
+    chosen = roles.pop() if roles else None
+    if replica_index is not None and chosen != "worker":
+        raise ValueError("replica_index picks a worker; the launcher has none")
+    return chosen
+
+
+def _newest_first(pods: List[k8s.V1Pod]) -> List[k8s.V1Pod]:
+    return sorted(pods, key=lambda p: (p.metadata.creation_timestamp or _EPOCH, p.metadata.name), reverse=True)
+
+
+def _main_container(pod: k8s.V1Pod) -> Optional[str]:
+    """The container whose log to read when none is named: None, for the
+    API server's default, when the pod has one container or names its
+    default; else the first, the one the operator treats as the main."""
+    containers = (pod.spec.containers if pod.spec else None) or []
+    if len(containers) <= 1 or (pod.metadata.annotations or {}).get("kubectl.kubernetes.io/default-container"):
+        return None
+    return containers[0].name
 
 
 def _worker_pod_name(name: str, worker: Union[int, str]) -> str:

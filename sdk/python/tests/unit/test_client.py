@@ -468,6 +468,166 @@ def test_get_logs_error_carries_the_message(stub, client):
         client.get_logs("pi")
 
 
+PODS = "/api/v1/namespaces/ns/pods"
+
+
+def v1_pod(name, role, index=None, containers=("main",), annotations=None):
+    labels = {"mpi-job-name": "pi", "mpi-job-role": role}
+    if index is not None:
+        labels["replica-index"] = str(index)
+    return {
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": {"containers": [{"name": c} for c in containers]},
+        "status": {"phase": "Running"},
+    }
+
+
+def test_get_job_pods_launcher_then_workers_by_index(stub, client):
+    stub.route(
+        "GET",
+        PODS,
+        200,
+        {"items": [v1_pod("pi-worker-10", "worker", 10), v1_pod("pi-launcher", "launcher"), v1_pod("pi-worker-2", "worker", 2), v1_pod("pi-worker-0", "worker", 0)]},
+    )
+    assert client.get_job_pod_names("pi") == ["pi-launcher", "pi-worker-0", "pi-worker-2", "pi-worker-10"]
+    assert all(isinstance(p, k8s.V1Pod) for p in client.get_job_pods("pi"))
+    assert client.get_job_pod_names("pi", replica_index=2) == ["pi-worker-2"]
+    queries = [r["query"]["labelSelector"] for r in stub.requests]
+    assert queries == ["mpi-job-name=pi", "mpi-job-name=pi", "mpi-job-name=pi,mpi-job-role=worker"]
+
+
+@pytest.mark.parametrize(
+    "kwargs,selector",
+    [
+        ({"role": "launcher"}, "mpi-job-name=pi,mpi-job-role=launcher"),
+        ({"is_master": True}, "mpi-job-name=pi,mpi-job-role=launcher"),
+        ({"replica_type": "Launcher"}, "mpi-job-name=pi,mpi-job-role=launcher"),
+        ({"replica_type": "worker"}, "mpi-job-name=pi,mpi-job-role=worker"),
+        ({"role": "worker", "replica_index": 0}, "mpi-job-name=pi,mpi-job-role=worker"),
+    ],
+)
+def test_get_job_pods_by_role(stub, client, kwargs, selector):
+    stub.route("GET", PODS, 200, {"items": [v1_pod("pi-launcher", "launcher"), v1_pod("pi-worker-0", "worker", 0)]})
+    names = client.get_job_pod_names("pi", **kwargs)
+    assert stub.requests[0]["query"] == {"labelSelector": selector}
+    assert names == (["pi-launcher"] if "launcher" in selector else ["pi-worker-0"])
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"role": "chief"}, "not 'chief'"),
+        ({"role": "worker", "is_master": True}, "different pods"),
+        ({"role": "launcher", "replica_type": "Worker"}, "different pods"),
+        ({"is_master": True, "replica_index": 0}, "the launcher has none"),
+    ],
+)
+def test_get_job_pods_refuses_contradictions(stub, client, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        client.get_job_pods("pi", **kwargs)
+    assert stub.requests == []
+
+
+def test_get_job_pods_of_a_job_without_pods_or_without_a_job(stub, client):
+    stub.route("GET", PODS, 200, {"items": []})
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    assert client.get_job_pods("pi") == []
+    assert client.get_job_logs("pi") == {}
+    stub.route("GET", JOBS + "/pi", 404, status(404, "NotFound", 'mpijobs.kubeflow.org "pi" not found'))
+    with pytest.raises(NotFoundError, match='"pi" not found'):
+        client.get_job_pods("pi")
+    with pytest.raises(NotFoundError, match='"pi" not found'):
+        client.get_job_logs("pi")
+
+
+def test_v2beta1_get_job_pods_launcher_job_pods_newest_first(stub):
+    client = v2_client()
+    stub.routes.clear()
+    stub.requests.clear()
+    worker = {
+        "metadata": {"name": "pi-worker-0", "labels": {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "worker"}},
+        "spec": {"containers": [{"name": "worker"}]},
+    }
+    stub.route(
+        "GET",
+        PODS,
+        200,
+        {
+            "items": [
+                worker,
+                launcher_pod("pi-launcher-old11", "2026-11-23T16:00:00Z"),
+                launcher_pod("pi-launcher-stray", "2026-11-23T16:09:00Z", owner="other-launcher"),
+                launcher_pod("pi-launcher-new22", "2026-11-23T16:05:00Z"),
+            ]
+        },
+    )
+    assert client.get_job_pod_names("pi") == ["pi-launcher-new22", "pi-launcher-old11", "pi-worker-0"]
+    assert stub.requests[0]["query"] == {"labelSelector": "training.kubeflow.org/job-name=pi"}
+    stub.route("GET", PODS + "/pi-launcher-new22/log", 200, "second try\n")
+    stub.route("GET", PODS + "/pi-launcher-old11/log", 200, "first try\n")
+    assert list(client.get_job_logs("pi", is_master=True).items()) == [("pi-launcher-new22", "second try\n"), ("pi-launcher-old11", "first try\n")]
+
+
+def test_get_job_logs_of_every_pod(stub, client):
+    """Every pod's log, keyed by pod name in get_job_pods' order; a pod of
+    several containers without a default one is read in its first."""
+    stub.route(
+        "GET",
+        PODS,
+        200,
+        {
+            "items": [
+                v1_pod("pi-worker-1", "worker", 1, containers=("worker", "sidecar")),
+                v1_pod("pi-worker-0", "worker", 0, containers=("worker", "sidecar"), annotations={"kubectl.kubernetes.io/default-container": "sidecar"}),
+                v1_pod("pi-launcher", "launcher"),
+            ]
+        },
+    )
+    stub.route("GET", PODS + "/pi-launcher/log", 200, "rank 0: done\n")
+    stub.route("GET", PODS + "/pi-worker-0/log", 200, "sidecar 0\n")
+    stub.route("GET", PODS + "/pi-worker-1/log", 200, "")
+    logs = client.get_job_logs("pi", tail_lines=3)
+    assert list(logs.items()) == [("pi-launcher", "rank 0: done\n"), ("pi-worker-0", "sidecar 0\n"), ("pi-worker-1", "")]
+    reads = [(r["path"].split("/")[-2], r["query"]) for r in stub.requests if r["path"].endswith("/log")]
+    assert reads == [
+        ("pi-launcher", {"tailLines": "3"}),
+        ("pi-worker-0", {"tailLines": "3"}),
+        ("pi-worker-1", {"tailLines": "3", "container": "worker"}),
+    ]
+
+
+def test_get_job_logs_of_one_role_index_or_pod(stub, client):
+    stub.route("GET", PODS, 200, {"items": [v1_pod("pi-worker-3", "worker", 3)]})
+    stub.route("GET", PODS + "/pi-worker-3/log", 200, "w3\n")
+    assert client.get_job_logs("pi", replica_index=3, container="worker") == {"pi-worker-3": "w3\n"}
+    assert stub.requests[-1]["query"] == {"container": "worker"}
+    stub.requests.clear()
+    assert client.get_job_logs("pi", pod_name="pi-worker-3") == {"pi-worker-3": "w3\n"}
+    assert [r["path"] for r in stub.requests] == [PODS + "/pi-worker-3/log"]  # read at once, no list
+    with pytest.raises(ValueError, match="not both"):
+        client.get_job_logs("pi", pod_name="pi-worker-3", role="worker")
+
+
+def test_get_job_logs_follow_gives_an_iterator_per_pod(stub, client):
+    stub.route("GET", PODS, 200, {"items": [v1_pod("pi-launcher", "launcher"), v1_pod("pi-worker-0", "worker", 0)]})
+    stub.route("GET", PODS + "/pi-launcher/log", 200, ["epoch 1\nep", "och 2\n"])
+    stub.route("GET", PODS + "/pi-worker-0/log", 200, ["ready\n"])
+    logs = client.get_job_logs("pi", follow=True)
+    assert list(logs) == ["pi-launcher", "pi-worker-0"]
+    assert list(logs["pi-worker-0"]) == ["ready"]
+    assert list(logs["pi-launcher"]) == ["epoch 1", "epoch 2"]
+
+
+def test_get_job_logs_raises_what_the_api_server_answers_for_a_pod(stub, client):
+    stub.route("GET", PODS, 200, {"items": [v1_pod("pi-launcher", "launcher"), v1_pod("pi-worker-0", "worker", 0)]})
+    stub.route("GET", PODS + "/pi-launcher/log", 200, "ok\n")
+    message = 'container "main" in pod "pi-worker-0" is waiting to start: ContainerCreating'
+    stub.route("GET", PODS + "/pi-worker-0/log", 400, status(400, "BadRequest", message))
+    with pytest.raises(APIError) as err:
+        client.get_job_logs("pi")
+    assert (err.value.status, err.value.message) == (400, message)
+
+
 def test_get_workers(stub, client):
     script = "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-10:1\n"
     stub.route("GET", "/api/v1/namespaces/ns/configmaps/pi-config", 200, {"data": {"discover_hosts.sh": script}})
