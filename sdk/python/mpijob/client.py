@@ -2,6 +2,7 @@
 
 import datetime
 import os
+import re
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
 
@@ -12,13 +13,14 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
 from . import models
-from .errors import APIError, InvalidError, JobFailedError, NotFoundError, WaitTimeoutError
+from .errors import APIError, InvalidError, JobFailedError, MPIJobError, NotFoundError, WaitTimeoutError
 from .hosts import Host, Worker, parse_discover_hosts, parse_time
 
 GROUP = "kubeflow.org"
 PLURAL = "mpijobs"
 DRAINING_SINCE = "mpi-operator.kubeflow.org/draining-since"
 LAUNCHER_SUFFIX = "-launcher"
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _EPOCH = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
 
 # Per API version: the models and how the operator labels a job's pods.
@@ -205,13 +207,35 @@ class MPIJobClient:
     # ------------------------------------------------------------------
     # Scale
 
-    def scale(self, name: str, replicas: int, namespace: Optional[str] = None):
+    def scale_job(
+        self,
+        name: str,
+        replicas: int,
+        namespace: Optional[str] = None,
+        wait: bool = True,
+        timeout: float = 600,
+        polling_interval: float = 1.0,
+    ):
         """Sets the job's worker replicas through the scale subresource (as
-        ``kubectl scale`` does) and returns the job. The bounds of the job's
-        elasticPolicy are checked first and refused with the admission
-        rule's own message (InvalidError)."""
+        ``kubectl scale`` does), waits until the job has exactly that many
+        workers at work, and returns the job as last read.
+
+        The bounds of the job's elasticPolicy are checked first and refused
+        with the admission rule's own message (InvalidError), before any
+        change. The wait, by reading the job, its worker pods and its
+        discover_hosts.sh every ``polling_interval`` seconds, ends once the
+        job's status counts ``replicas`` active workers, exactly that many
+        worker pods are Running and not being deleted, and discover_hosts.sh
+        lists exactly those. A scale-in thus waits out the removed workers'
+        drain (the job's drainSeconds), until their pods are deleted.
+
+        With ``wait=False`` it returns the job as soon as the change is
+        accepted. Raises WaitTimeoutError (a TimeoutError) after
+        ``timeout`` seconds, JobFailedError when the job fails meanwhile,
+        NotFoundError when it does not exist or is deleted.
+        """
         ns = namespace or self.namespace
-        job = self.get(name, ns)
+        job = self.get_job(name, ns)
         check_replicas(job, replicas, self.models.VALIDATION_MESSAGES)
         _api_call(
             self.custom.patch_namespaced_custom_object_scale,
@@ -222,7 +246,106 @@ class MPIJobClient:
             name,
             {"spec": {"replicas": replicas}},
         )
-        return self.get(name, ns)
+        if not wait:
+            return self.get_job(name, ns)
+        return self._wait_for_workers(name, ns, replicas, timeout, polling_interval)
+
+    def scale_in_job(
+        self,
+        name: str,
+        pods: Union[str, Iterable[str]],
+        namespace: Optional[str] = None,
+        wait: bool = True,
+        timeout: float = 600,
+        polling_interval: float = 1.0,
+    ):
+        """Removes the named worker pods from the job: lowers its worker
+        replicas by their number, after giving them a
+        ``controller.kubernetes.io/pod-deletion-cost`` below every other
+        worker's, so that the operator, which removes the workers of the
+        lowest cost first (after those not Running), chooses them. They
+        leave discover_hosts.sh at once and their pods go after the job's
+        drainSeconds. Returns the job, as scale_job does.
+
+        Refused before any change (ValueError) when a name is not a worker
+        of the job or names a worker already leaving (draining, deleted or
+        finished); MPIJobError when another worker is not Running (the
+        operator would remove it first), when the job's workers are not
+        at its replicas (it is still resizing), or, after the wait, when
+        the operator removed other workers than those named; InvalidError
+        when the job would go below its minReplicas. With ``wait`` as in
+        scale_job.
+        """
+        ns = namespace or self.namespace
+        victims = [pods] if isinstance(pods, str) else list(dict.fromkeys(pods))
+        if not victims:
+            raise ValueError("name at least one worker pod to remove")
+        job = self.get_job(name, ns)
+        workers = {p.metadata.name: p for p in self._pods(name, ns, "worker")}
+        live = [p for p in workers.values() if _live(p)]
+        for victim in victims:
+            pod = workers.get(victim)
+            if pod is None:
+                raise ValueError("pod %s is not a worker of MPIJob %s/%s (its workers: %s)" % (victim, ns, name, ", ".join(sorted(workers)) or "none"))
+            if not _live(pod):
+                raise ValueError("worker %s of MPIJob %s/%s is already leaving" % (victim, ns, name))
+        others = [p for p in live if p.metadata.name not in victims]
+        for pod in others:
+            if (pod.status.phase if pod.status else None) != "Running":
+                raise MPIJobError(
+                    "worker %s of MPIJob %s/%s is %s: the operator removes workers that are not Running first, so it would go instead of %s"
+                    % (pod.metadata.name, ns, name, pod.status.phase if pod.status else "without status", ", ".join(victims))
+                )
+        current = _worker_replicas(job)
+        if len(live) != current:
+            raise MPIJobError(
+                "MPIJob %s/%s has %d live workers but asks for %d: it is still resizing; scale in once its workers are at its replicas"
+                % (ns, name, len(live), current)
+            )
+        target = current - len(victims)
+        check_replicas(job, target, self.models.VALIDATION_MESSAGES)
+        cost = _victim_cost(others)
+        for victim in victims:
+            _api_call(self.core.patch_namespaced_pod, victim, ns, {"metadata": {"annotations": {DELETION_COST: str(cost)}}})
+        job = self.scale_job(name, target, ns, wait=wait, timeout=timeout, polling_interval=polling_interval)
+        if wait:
+            kept = [p.metadata.name for p in self._pods(name, ns, "worker") if _live(p)]
+            stayed = [v for v in victims if v in kept]
+            if stayed:
+                raise MPIJobError(
+                    "MPIJob %s/%s is at %d workers, but the operator kept %s and removed others" % (ns, name, target, ", ".join(stayed))
+                )
+        return job
+
+    def scale(self, name: str, replicas: int, namespace: Optional[str] = None):
+        """scale_job without the wait: returns the job once the change is
+        accepted."""
+        return self.scale_job(name, replicas, namespace, wait=False)
+
+    def _wait_for_workers(self, name: str, ns: str, replicas: int, timeout: float, polling_interval: float):
+        """Reads the job until exactly ``replicas`` workers are at work (see
+        scale_job) and returns it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.get_job(name, ns)
+            if condition_true(job, "Failed"):
+                raise JobFailedError("MPIJob %s/%s failed: %s" % (ns, name, _failed_message(job)), job)
+            counted = _active_workers(job)
+            running = sorted(p.metadata.name for p in self._pods(name, ns, "worker") if _at_work(p))
+            try:
+                hosts = self.get_hosts(name, ns)
+            except NotFoundError:  # the job's files are not written yet
+                hosts = []
+            listed = sorted({h.name.split(".", 1)[0] for h in hosts} - {name + LAUNCHER_SUFFIX})
+            if counted == replicas and len(running) == replicas and running == listed:
+                return job
+            if time.monotonic() >= deadline:
+                raise WaitTimeoutError(
+                    "MPIJob %s/%s: not at %d workers after %gs: the status counts %d active, Running: %s; discover_hosts.sh lists: %s"
+                    % (ns, name, replicas, timeout, counted, ", ".join(running) or "none", ", ".join(listed) or "none"),
+                    job,
+                )
+            time.sleep(max(0.0, min(polling_interval, deadline - time.monotonic())))
 
     # ------------------------------------------------------------------
     # Conditions (Kubeflow's names; is_running, is_succeeded, is_failed
@@ -661,6 +784,49 @@ class MPIJobClient:
                 return int(labels[key])
         suffix = pod.metadata.name.rsplit("-", 1)[-1]
         return int(suffix) if suffix.isdigit() else None
+
+
+def _live(pod: k8s.V1Pod) -> bool:
+    """Whether the job counts a worker towards its replicas: neither
+    draining, nor being deleted, nor finished."""
+    phase = pod.status.phase if pod.status else None
+    return DRAINING_SINCE not in (pod.metadata.annotations or {}) and pod.metadata.deletion_timestamp is None and phase not in ("Succeeded", "Failed")
+
+
+def _at_work(pod: k8s.V1Pod) -> bool:
+    """Whether a worker counts as active in the job's status: Running and
+    not being deleted (draining ones included, until their pods go)."""
+    return (pod.status.phase if pod.status else None) == "Running" and pod.metadata.deletion_timestamp is None
+
+
+def _active_workers(job) -> int:
+    """The active workers that the job's status counts."""
+    statuses = (job.status.replica_statuses if job.status else None) or {}
+    worker = statuses.get("Worker")
+    return (worker.active if worker is not None else None) or 0
+
+
+def _worker_replicas(job) -> int:
+    """The worker replicas the job asks for (unset means 1, as the CRD
+    defaults it)."""
+    worker = job.spec.mpi_replica_specs.worker if job.spec and job.spec.mpi_replica_specs else None
+    if worker is None:
+        return 0
+    return 1 if worker.replicas is None else worker.replicas
+
+
+def _victim_cost(others: List[k8s.V1Pod]) -> int:
+    """A pod-deletion-cost below every other worker's and below the
+    default 0. The operator reads a cost as a 32-bit integer, and any
+    other value as 0."""
+    lowest = 0
+    for pod in others:
+        value = (pod.metadata.annotations or {}).get(DELETION_COST)
+        if value is not None and re.fullmatch(r"[+-]?[0-9]+", value) and -(2**31) <= int(value) < 2**31:
+            lowest = min(lowest, int(value))
+    if lowest == -(2**31):
+        raise MPIJobError("another worker already has the lowest pod-deletion-cost (%d)" % lowest)
+    return lowest - 1
 
 
 def _check_kind(job_kind: Optional[str]) -> None:

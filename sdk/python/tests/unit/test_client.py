@@ -13,7 +13,7 @@ import urllib.parse
 import pytest
 from kubernetes import client as k8s
 
-from mpijob import ConflictError, InvalidError, JobFailedError, MPIJobClient, NotFoundError, WaitTimeoutError
+from mpijob import ConflictError, InvalidError, JobFailedError, MPIJobClient, MPIJobError, NotFoundError, WaitTimeoutError
 from mpijob.errors import APIError
 
 STUB_PORT = 29085  # of the SDK's ports (29080-29089); below the ephemeral range
@@ -39,6 +39,20 @@ def mpijob(name="pi", conditions=(), resource_version="1", policy=None):
 
 def status(code, reason, message):
     return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": code}
+
+
+PODS = "/api/v1/namespaces/ns/pods"
+
+
+def v1_pod(name, role, index=None, containers=("main",), annotations=None):
+    labels = {"mpi-job-name": "pi", "mpi-job-role": role}
+    if index is not None:
+        labels["replica-index"] = str(index)
+    return {
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": {"containers": [{"name": c} for c in containers]},
+        "status": {"phase": "Running"},
+    }
 
 
 class Stub:
@@ -209,6 +223,177 @@ def test_scale_out_of_bounds_sends_nothing(stub, client):
     with pytest.raises(InvalidError, match="must not be more than spec.elasticPolicy.maxReplicas"):
         client.scale("pi", 5)
     assert [r["method"] for r in stub.requests] == ["GET"]
+
+
+CONFIG = "/api/v1/namespaces/ns/configmaps/pi-config"
+
+
+def with_active(job, active, replicas=None):
+    """The job with the status's count of active workers, and asking for
+    replicas workers when given."""
+    job["status"]["replicaStatuses"] = {"Worker": {"active": active}}
+    if replicas is not None:
+        job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = replicas
+    return job
+
+
+def workers(*specs):
+    """Worker pods of job pi: (index, phase) or (index, phase, annotations)."""
+    items = []
+    for spec in specs:
+        index, phase, annotations = (spec + (None,))[:3]
+        pod = v1_pod("pi-worker-%d" % index, "worker", index, annotations=annotations)
+        pod["status"]["phase"] = phase
+        items.append(pod)
+    return {"items": items}
+
+
+def hosts_config(*indices, fmt="pi-worker-%d:1"):
+    return {"data": {"discover_hosts.sh": "#!/bin/sh\n" + "".join("echo %s\n" % (fmt % i) for i in indices)}}
+
+
+def test_scale_job_waits_until_exactly_the_replicas_are_at_work(stub, client):
+    """Out from 2 to 3: not done while the new worker is Pending, nor while
+    it runs but discover_hosts.sh does not list it yet."""
+    stub.route_in_turn(
+        "GET",
+        JOBS + "/pi",
+        (200, with_active(mpijob(), 2)),
+        (200, with_active(mpijob(), 2)),
+        (200, with_active(mpijob(), 3)),
+        (200, with_active(mpijob(resource_version="9"), 3)),
+    )
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 3}})
+    stub.route_in_turn(
+        "GET",
+        PODS,
+        (200, workers((0, "Running"), (1, "Running"), (2, "Pending"))),
+        (200, workers((0, "Running"), (1, "Running"), (2, "Running"))),
+    )
+    stub.route_in_turn("GET", CONFIG, (200, hosts_config(0, 1)), (200, hosts_config(0, 1)), (200, hosts_config(0, 1, 2)))
+    job = client.scale_job("pi", 3, timeout=30, polling_interval=0.01)
+    assert job.metadata.resource_version == "9"
+    assert [r["path"] for r in stub.requests if r["method"] == "PATCH"] == [JOBS + "/pi/scale"]
+    assert sum(r["path"] == CONFIG for r in stub.requests) == 3
+    assert {r["query"]["labelSelector"] for r in stub.requests if r["path"] == PODS} == {"mpi-job-name=pi,mpi-job-role=worker"}
+
+
+def test_scale_job_in_waits_for_the_drained_pods_to_go(stub, client):
+    """In from 3 to 2: the removed worker leaves discover_hosts.sh at once
+    but counts as active until its pod is deleted after the drain."""
+    draining = {"mpi-operator.kubeflow.org/draining-since": "2026-11-23T16:05:42Z"}
+    stub.route_in_turn("GET", JOBS + "/pi", (200, with_active(mpijob(), 3)), (200, with_active(mpijob(), 3)), (200, with_active(mpijob(), 2)))
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 2}})
+    stub.route_in_turn("GET", PODS, (200, workers((0, "Running"), (1, "Running"), (2, "Running", draining))), (200, workers((0, "Running"), (1, "Running"))))
+    stub.route("GET", CONFIG, 200, hosts_config(0, 1))
+    client.scale_job("pi", 2, timeout=30, polling_interval=0.01)
+    assert sum(r["path"] == PODS for r in stub.requests) == 2
+
+
+def test_scale_job_times_out_naming_what_it_saw(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, with_active(mpijob(), 2))
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 3}})
+    stub.route("GET", PODS, 200, workers((0, "Running"), (1, "Running"), (2, "Pending")))
+    stub.route("GET", CONFIG, 404, status(404, "NotFound", 'configmaps "pi-config" not found'))
+    with pytest.raises(TimeoutError) as err:
+        client.scale_job("pi", 3, timeout=0.3, polling_interval=0.05)
+    assert isinstance(err.value, WaitTimeoutError)
+    assert str(err.value) == (
+        "MPIJob ns/pi: not at 3 workers after 0.3s: the status counts 2 active, Running: pi-worker-0, pi-worker-1; discover_hosts.sh lists: none"
+    )
+
+
+def test_scale_job_raises_when_the_job_fails_or_goes(stub, client):
+    stub.route_in_turn("GET", JOBS + "/pi", (200, mpijob()), (200, mpijob(conditions=[("Failed", "True")])))
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 3}})
+    with pytest.raises(JobFailedError, match="R: m Failed"):
+        client.scale_job("pi", 3, timeout=30, polling_interval=0.01)
+    stub.route_in_turn("GET", JOBS + "/pi", (200, mpijob()), (404, status(404, "NotFound", 'mpijobs.kubeflow.org "pi" not found')))
+    with pytest.raises(NotFoundError):
+        client.scale_job("pi", 3, timeout=30, polling_interval=0.01)
+
+
+def test_scale_job_without_wait_is_scale(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 3}})
+    client.scale_job("pi", 3, wait=False)
+    client.scale("pi", 3)
+    sent = [(r["method"], r["path"], r["body"]) for r in stub.requests]
+    assert sent[:3] == sent[3:] == [("GET", JOBS + "/pi", None), ("PATCH", JOBS + "/pi/scale", {"spec": {"replicas": 3}}), ("GET", JOBS + "/pi", None)]
+
+
+def test_v2beta1_scale_job_reads_host_names_in_the_subdomain(stub):
+    """v2beta1's discover_hosts.sh names hosts in the job's subdomain, and,
+    with runLauncherAsWorker, lists the launcher, which is no worker."""
+    client = v2_client()
+    stub.routes.clear()
+    stub.requests.clear()
+    v2 = "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi"
+    job = dict(with_active(mpijob(), 2), apiVersion="kubeflow.org/v2beta1")
+    stub.route("GET", v2, 200, job)
+    stub.route("PATCH", v2 + "/scale", 200, {"kind": "Scale", "spec": {"replicas": 2}})
+    pods = workers((0, "Running"), (1, "Running"))
+    for pod in pods["items"]:
+        pod["metadata"]["labels"] = {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "worker"}
+    stub.route("GET", PODS, 200, pods)
+    script = "#!/bin/sh\necho pi-launcher.pi.ns.svc\necho pi-worker-0.pi.ns.svc\necho pi-worker-1.pi.ns.svc\n"
+    stub.route("GET", CONFIG, 200, {"data": {"discover_hosts.sh": script}})
+    client.scale_job("pi", 2, timeout=5, polling_interval=0.01)
+
+
+def test_scale_in_job_names_the_workers_that_go(stub, client):
+    """The named worker gets a pod-deletion-cost below the others' (one of
+    which is -5 already), then the replicas go down by one."""
+    stub.route_in_turn("GET", JOBS + "/pi", (200, with_active(mpijob(), 3, 3)), (200, with_active(mpijob(), 3, 3)), (200, with_active(mpijob(), 2, 2)))
+    stub.route_in_turn(
+        "GET",
+        PODS,
+        (200, workers((0, "Running"), (1, "Running", {"controller.kubernetes.io/pod-deletion-cost": "-5"}), (2, "Running"))),
+        (200, workers((1, "Running"), (2, "Running"))),
+    )
+    stub.route("PATCH", PODS + "/pi-worker-0", 200, v1_pod("pi-worker-0", "worker", 0))
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 2}})
+    stub.route("GET", CONFIG, 200, hosts_config(1, 2))
+    client.scale_in_job("pi", ["pi-worker-0"], timeout=30, polling_interval=0.01)
+    patches = [(r["path"], r["content_type"], r["body"]) for r in stub.requests if r["method"] == "PATCH"]
+    assert patches == [
+        (PODS + "/pi-worker-0", "application/strategic-merge-patch+json", {"metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": "-6"}}}),
+        (JOBS + "/pi/scale", "application/merge-patch+json", {"spec": {"replicas": 2}}),
+    ]
+
+
+def test_scale_in_job_finds_out_when_the_operator_removed_others(stub, client):
+    stub.route_in_turn("GET", JOBS + "/pi", (200, with_active(mpijob(), 3, 3)), (200, with_active(mpijob(), 3, 3)), (200, with_active(mpijob(), 2, 2)))
+    stub.route_in_turn("GET", PODS, (200, workers((0, "Running"), (1, "Running"), (2, "Running"))), (200, workers((0, "Running"), (1, "Running"))))
+    stub.route("PATCH", PODS + "/pi-worker-0", 200, v1_pod("pi-worker-0", "worker", 0))
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 2}})
+    stub.route("GET", CONFIG, 200, hosts_config(0, 1))
+    with pytest.raises(MPIJobError, match="the operator kept pi-worker-0 and removed others"):
+        client.scale_in_job("pi", "pi-worker-0", timeout=30, polling_interval=0.01)
+
+
+@pytest.mark.parametrize(
+    "pods,victims,error,message",
+    [
+        (workers((0, "Running"), (1, "Running")), ["pi-worker-7"], ValueError, "pi-worker-7 is not a worker of MPIJob ns/pi \\(its workers: pi-worker-0, pi-worker-1\\)"),
+        (
+            workers((0, "Running"), (1, "Running", {"mpi-operator.kubeflow.org/draining-since": "2026-11-23T16:05:42Z"})),
+            ["pi-worker-1"],
+            ValueError,
+            "already leaving",
+        ),
+        (workers((0, "Running"), (1, "Pending")), ["pi-worker-0"], MPIJobError, "pi-worker-1 of MPIJob ns/pi is Pending: the operator removes"),
+        (workers((0, "Running")), ["pi-worker-0"], MPIJobError, "has 1 live workers but asks for 2"),
+        (workers((0, "Running"), (1, "Running")), ["pi-worker-0", "pi-worker-1"], InvalidError, "must not be less than spec.elasticPolicy.minReplicas"),
+        (workers((0, "Running"), (1, "Running")), [], ValueError, "at least one"),
+    ],
+)
+def test_scale_in_job_refuses_before_any_change(stub, client, pods, victims, error, message):
+    stub.route("GET", JOBS + "/pi", 200, mpijob())  # 2 workers, minReplicas 1
+    stub.route("GET", PODS, 200, pods)
+    with pytest.raises(error, match=message):
+        client.scale_in_job("pi", victims, timeout=5)
+    assert [r for r in stub.requests if r["method"] != "GET"] == []
 
 
 def watch_events(*jobs, kind="MODIFIED"):
@@ -466,20 +651,6 @@ def test_get_logs_error_carries_the_message(stub, client):
     stub.route("GET", "/api/v1/namespaces/ns/pods/pi-launcher/log", 400, status(400, "BadRequest", message))
     with pytest.raises(APIError, match=message):
         client.get_logs("pi")
-
-
-PODS = "/api/v1/namespaces/ns/pods"
-
-
-def v1_pod(name, role, index=None, containers=("main",), annotations=None):
-    labels = {"mpi-job-name": "pi", "mpi-job-role": role}
-    if index is not None:
-        labels["replica-index"] = str(index)
-    return {
-        "metadata": {"name": name, "labels": labels, "annotations": annotations},
-        "spec": {"containers": [{"name": c} for c in containers]},
-        "status": {"phase": "Running"},
-    }
 
 
 def test_get_job_pods_launcher_then_workers_by_index(stub, client):
