@@ -248,7 +248,7 @@ class MPIJobClient:
         )
         if not wait:
             return self.get_job(name, ns)
-        return self._wait_for_workers(name, ns, replicas, timeout, polling_interval)
+        return self.wait_for_workers(name, replicas, ns, timeout, polling_interval)
 
     def scale_in_job(
         self,
@@ -322,9 +322,14 @@ class MPIJobClient:
         accepted."""
         return self.scale_job(name, replicas, namespace, wait=False)
 
-    def _wait_for_workers(self, name: str, ns: str, replicas: int, timeout: float, polling_interval: float):
-        """Reads the job until exactly ``replicas`` workers are at work (see
-        scale_job) and returns it."""
+    def wait_for_workers(
+        self, name: str, replicas: int, namespace: Optional[str] = None, timeout: float = 600, polling_interval: float = 1.0
+    ):
+        """Waits, without changing the job, until it has exactly ``replicas``
+        workers at work, as scale_job does after its change (e.g. for the
+        first workers of a new job), and returns the job as last read. The
+        same errors as scale_job's wait."""
+        ns = namespace or self.namespace
         deadline = time.monotonic() + timeout
         while True:
             job = self.get_job(name, ns)

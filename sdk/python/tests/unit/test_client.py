@@ -278,6 +278,15 @@ def test_scale_job_waits_until_exactly_the_replicas_are_at_work(stub, client):
     assert {r["query"]["labelSelector"] for r in stub.requests if r["path"] == PODS} == {"mpi-job-name=pi,mpi-job-role=worker"}
 
 
+def test_wait_for_workers_changes_nothing(stub, client):
+    stub.route_in_turn("GET", JOBS + "/pi", (200, with_active(mpijob(), 1)), (200, with_active(mpijob(), 2)))
+    stub.route("GET", PODS, 200, workers((0, "Running"), (1, "Running")))
+    stub.route("GET", CONFIG, 200, hosts_config(0, 1))
+    client.wait_for_workers("pi", 2, timeout=30, polling_interval=0.01)
+    assert {r["method"] for r in stub.requests} == {"GET"}
+    assert sum(r["path"] == JOBS + "/pi" for r in stub.requests) == 2
+
+
 def test_scale_job_in_waits_for_the_drained_pods_to_go(stub, client):
     """In from 3 to 2: the removed worker leaves discover_hosts.sh at once
     but counts as active until its pod is deleted after the drain."""
