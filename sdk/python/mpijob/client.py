@@ -33,7 +33,8 @@ _VERSIONS = {
         "index_labels": ("replica-index", "training.kubeflow.org/replica-index"),
         # The launcher is a pod named <job>-launcher.
         "launcher_job": False,
-        # The condition types the operator writes.
+        # The condition types a job of this version can have: the API's
+        # and the operator's own (Resizing, Blocked).
         "conditions": ("Created", "Running", "Restarting", "Succeeded", "Failed", "Resizing", "Blocked"),
     },
     "v2beta1": {
@@ -75,6 +76,12 @@ def condition_true(job, condition_type: str) -> bool:
 class MPIJobClient:
     """Creates, reads, scales, watches and deletes MPIJobs of one API
     version (``v1``, or ``v2beta1`` for the operator of v2/).
+
+    Its calls have the names of Kubeflow's TrainingClient (create_job,
+    get_job, list_jobs, delete_job, get_job_conditions, is_job_*,
+    wait_for_job_conditions, get_job_pods, get_job_logs), and the SDK's
+    earlier short names (create, get, list, delete, is_running,
+    is_succeeded, is_failed, wait_for, get_logs, scale) are the same calls.
 
     Args:
         namespace: the namespace of calls that name none; by default the
@@ -231,8 +238,9 @@ class MPIJobClient:
 
         With ``wait=False`` it returns the job as soon as the change is
         accepted. Raises WaitTimeoutError (a TimeoutError) after
-        ``timeout`` seconds, JobFailedError when the job fails meanwhile,
-        NotFoundError when it does not exist or is deleted.
+        ``timeout`` seconds, JobFailedError when the job fails meanwhile
+        (MPIJobError when it succeeds), NotFoundError when it does not
+        exist or is deleted.
         """
         ns = namespace or self.namespace
         job = self.get_job(name, ns)
@@ -328,13 +336,16 @@ class MPIJobClient:
         """Waits, without changing the job, until it has exactly ``replicas``
         workers at work, as scale_job does after its change (e.g. for the
         first workers of a new job), and returns the job as last read. The
-        same errors as scale_job's wait."""
+        same errors as scale_job's wait, and MPIJobError when the job
+        succeeds meanwhile."""
         ns = namespace or self.namespace
         deadline = time.monotonic() + timeout
         while True:
             job = self.get_job(name, ns)
             if condition_true(job, "Failed"):
                 raise JobFailedError("MPIJob %s/%s failed: %s" % (ns, name, _failed_message(job)), job)
+            if condition_true(job, "Succeeded"):
+                raise MPIJobError("MPIJob %s/%s succeeded while waiting for %d workers: it has none any more" % (ns, name, replicas))
             counted = _active_workers(job)
             running = sorted(p.metadata.name for p in self._pods(name, ns, "worker") if _at_work(p))
             try:
@@ -367,8 +378,8 @@ class MPIJobClient:
         return list((job.status.conditions or []) if job.status else [])
 
     def is_job_created(self, name: Optional[str] = None, namespace: Optional[str] = None, job=None, *, job_kind: Optional[str] = None) -> bool:
-        """Whether the job's Created condition is True (the operator has
-        seen it; it stays True for the job's life)."""
+        """Whether the job's Created condition is True: the operator has
+        taken the job on."""
         return condition_true(self._job_or_get(name, namespace, job, job_kind), "Created")
 
     def is_job_running(self, name: Optional[str] = None, namespace: Optional[str] = None, job=None, *, job_kind: Optional[str] = None) -> bool:

@@ -312,13 +312,16 @@ def test_scale_job_times_out_naming_what_it_saw(stub, client):
     )
 
 
-def test_scale_job_raises_when_the_job_fails_or_goes(stub, client):
+def test_scale_job_raises_when_the_job_fails_goes_or_ends(stub, client):
     stub.route_in_turn("GET", JOBS + "/pi", (200, mpijob()), (200, mpijob(conditions=[("Failed", "True")])))
     stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 3}})
     with pytest.raises(JobFailedError, match="R: m Failed"):
         client.scale_job("pi", 3, timeout=30, polling_interval=0.01)
     stub.route_in_turn("GET", JOBS + "/pi", (200, mpijob()), (404, status(404, "NotFound", 'mpijobs.kubeflow.org "pi" not found')))
     with pytest.raises(NotFoundError):
+        client.scale_job("pi", 3, timeout=30, polling_interval=0.01)
+    stub.route_in_turn("GET", JOBS + "/pi", (200, mpijob()), (200, mpijob(conditions=[("Succeeded", "True")])))
+    with pytest.raises(MPIJobError, match="succeeded while waiting for 3 workers"):
         client.scale_job("pi", 3, timeout=30, polling_interval=0.01)
 
 
