@@ -23,10 +23,6 @@ def show(client, title):
         print("   worker:  %-22s %-8s %-12s %s" % (w.name, w.phase, w.node or "-", state))
 
 
-def workers_running(n):
-    return lambda job: job.status.replica_statuses.get("Worker") is not None and job.status.replica_statuses["Worker"].active == n
-
-
 def settle(check, timeout):
     """Polls check() until it holds: hosts and drain marks live in the
     ConfigMap and on the pods, which a watch of the job does not see."""
@@ -61,23 +57,22 @@ def main():
         drain_seconds=10,
     )
     print("launcher: " + " ".join(job.spec.mpi_replica_specs.launcher.template.spec.containers[0].command))
-    client.create(job)
+    client.create_job(job)
     start = time.monotonic()
-    client.wait_for(NAME, ["Running"], timeout=120)
-    client.wait_for(NAME, until=workers_running(2), timeout=120)
+    client.wait_for_job_conditions(NAME, expected_conditions={"Running"}, timeout=120)
+    client.wait_for_workers(NAME, 2, timeout=120)
     show(client, "running after %.1f s" % (time.monotonic() - start))
 
     start = time.monotonic()
-    client.scale(NAME, 4)
-    client.wait_for(NAME, until=workers_running(4), timeout=120)
+    client.scale_job(NAME, 4, timeout=120)  # returns once 4 workers run and are listed
     show(client, "scaled to 4 in %.1f s" % (time.monotonic() - start))
 
-    client.scale(NAME, 1)
+    client.scale_job(NAME, 1, wait=False)  # waiting would also wait out the drain
     settle(lambda: shrunk(client, 1), timeout=120)
     show(client, "scaled to 1: the others leave the hosts at once and drain for 10 s")
 
     try:
-        client.scale(NAME, 5)
+        client.scale_job(NAME, 5)
     except Exception as err:  # pylint: disable=broad-except
         print("== scale to 5: %s: %s" % (type(err).__name__, err))
 
@@ -85,7 +80,7 @@ def main():
     for event in client.get_events(NAME):
         print("   %-8s %-18s %s" % (event.type, event.reason, event.message))
     if not args.keep:
-        client.delete(NAME)
+        client.delete_job(NAME)
         print("== deleted")
 
 

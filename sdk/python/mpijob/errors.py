@@ -57,8 +57,10 @@ class InvalidError(APIError):
     a check the client makes with the same rules before sending it."""
 
 
-class JobFailedError(MPIJobError):
-    """A job that wait_for waited on failed."""
+class JobFailedError(MPIJobError, RuntimeError):
+    """A job that a wait (wait_for_job_conditions, scale_job) waited on
+    failed: its Failed condition turned True. A RuntimeError, as Kubeflow's
+    TrainingClient raises for a failed job; ``job`` is the failed job."""
 
     def __init__(self, message: str, job):
         super().__init__(message)
@@ -66,7 +68,8 @@ class JobFailedError(MPIJobError):
 
 
 class WaitTimeoutError(MPIJobError, TimeoutError):
-    """wait_for reached its timeout; ``job`` is the last state seen."""
+    """A wait (wait_for_job_conditions, scale_job) reached its timeout;
+    ``job`` is the last state of the job seen."""
 
     def __init__(self, message: str, job):
         super().__init__(message)

@@ -46,6 +46,67 @@ def gone(client, name):
     return False
 
 
+def cri_log(path, *lines):
+    """Appends lines to path as a container runtime writes a container's
+    log, in the CRI format that kwok serves like a kubelet: "<RFC 3339 time
+    with nine fractional digits> stdout F <line>" each."""
+    now = time.time_ns()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now // 10**9)) + ".%09dZ" % (now % 10**9)
+    with open(path, "a", encoding="utf-8") as f:
+        f.writelines("%s stdout F %s\n" % (stamp, line) for line in lines)
+
+
+def serve_log(custom, namespace, pod, container, path):
+    """A kwok Logs object: kwok answers the API server's request for the
+    log of pod's container with the file at path."""
+    body = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Logs",
+        "metadata": {"name": pod, "namespace": namespace},
+        "spec": {"logs": [{"containers": [container], "logsFile": str(path)}]},
+    }
+    custom.create_namespaced_custom_object("kwok.x-k8s.io", "v1alpha1", namespace, "logs", body)
+
+
+def end_pod(core, namespace, name, phase):
+    """Ends a pod as its container's exit would (kwok runs none): phase and
+    container state through the status subresource."""
+
+    def read():
+        try:
+            return core.read_namespaced_pod(name, namespace)
+        except k8s.ApiException:
+            return None
+
+    pod = eventually(read)
+    container = pod.spec.containers[0]
+    code = 0 if phase == "Succeeded" else 1
+    core.patch_namespaced_pod_status(
+        name,
+        namespace,
+        {
+            "status": {
+                "phase": phase,
+                "containerStatuses": [
+                    {
+                        "name": container.name,
+                        "image": container.image,
+                        "imageID": "",
+                        "ready": False,
+                        "restartCount": 0,
+                        "state": {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}},
+                    }
+                ],
+            }
+        },
+    )
+
+
+@pytest.fixture(name="custom", scope="session")
+def custom_fixture(kubeconfig):
+    return k8s.CustomObjectsApi(k8s_config.new_client_from_config(config_file=kubeconfig))
+
+
 @pytest.fixture(name="kubeconfig", scope="session")
 def kubeconfig_fixture():
     path = os.environ.get("MPIJOB_TEST_KUBECONFIG")

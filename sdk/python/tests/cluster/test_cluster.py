@@ -16,7 +16,6 @@ import time
 import pytest
 import yaml
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from mpijob import (
     APIError,
@@ -30,7 +29,7 @@ from mpijob import (
 )
 from mpijob.models import V1MPIJob
 
-from conftest import active_workers, eventually, gone  # pylint: disable=import-error
+from conftest import active_workers, cri_log, end_pod, eventually, gone, serve_log  # pylint: disable=import-error
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 PI = REPO / "examples" / "v1" / "pi" / "pi.yaml"
@@ -142,37 +141,8 @@ def test_admission_errors_carry_the_api_servers_message(client):
 
 
 def end_launcher(core, namespace, job, phase):
-    """Ends the launcher pod as its container's exit would (kwok runs
-    none): phase and container state through the status subresource."""
-    pod = eventually(lambda: _pod(core, namespace, job + "-launcher"))
-    container = pod.spec.containers[0]
-    code = 0 if phase == "Succeeded" else 1
-    core.patch_namespaced_pod_status(
-        job + "-launcher",
-        namespace,
-        {
-            "status": {
-                "phase": phase,
-                "containerStatuses": [
-                    {
-                        "name": container.name,
-                        "image": container.image,
-                        "imageID": "",
-                        "ready": False,
-                        "restartCount": 0,
-                        "state": {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}},
-                    }
-                ],
-            }
-        },
-    )
-
-
-def _pod(core, namespace, name):
-    try:
-        return core.read_namespaced_pod(name, namespace)
-    except k8s.ApiException:
-        return None
+    """Ends the launcher pod <job>-launcher as its container's exit would."""
+    end_pod(core, namespace, job + "-launcher", phase)
 
 
 def test_wait_for_succeeded(client, core, namespace):
@@ -204,33 +174,6 @@ def test_wait_for_times_out_on_a_watch(client):
     elapsed = time.monotonic() - start
     assert 3 <= elapsed < 15, elapsed
     assert err.value.job.metadata.name == "slow"
-
-
-def cri_log(path, *lines):
-    """Appends lines to path as a container runtime writes a container's
-    log, in the CRI format that kwok serves like a kubelet: "<RFC 3339 time
-    with nine fractional digits> stdout F <line>" each."""
-    now = time.time_ns()
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now // 10**9)) + ".%09dZ" % (now % 10**9)
-    with open(path, "a", encoding="utf-8") as f:
-        f.writelines("%s stdout F %s\n" % (stamp, line) for line in lines)
-
-
-def serve_log(custom, namespace, pod, container, path):
-    """A kwok Logs object: kwok answers the API server's request for the
-    log of pod's container with the file at path."""
-    body = {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1",
-        "kind": "Logs",
-        "metadata": {"name": pod, "namespace": namespace},
-        "spec": {"logs": [{"containers": [container], "logsFile": str(path)}]},
-    }
-    custom.create_namespaced_custom_object("kwok.x-k8s.io", "v1alpha1", namespace, "logs", body)
-
-
-@pytest.fixture(name="custom")
-def custom_fixture(kubeconfig):
-    return k8s.CustomObjectsApi(k8s_config.new_client_from_config(config_file=kubeconfig))
 
 
 @pytest.fixture(name="logs_job")
@@ -295,6 +238,134 @@ def test_get_logs_follow_reads_appended_lines(client, logs_job):
     assert [got.get(timeout=30) for _ in range(3)] == ["worker 0 step 2", "worker 0 stopping", None]
     reader.join(timeout=10)
     assert not reader.is_alive()
+
+
+def test_kubeflow_names_conditions_and_waits(client, core, namespace):
+    """create_job, wait_for_job_conditions on a watch and by polling, the
+    conditions and is_job_*, a timeout, Succeeded, and delete_job."""
+    created = client.create_job(elastic_horovod_job("kf", "img", ["t"], 1, 1, 2), job_kind="MPIJob")
+    assert created.metadata.namespace == namespace
+
+    job = client.wait_for_job_conditions("kf", expected_conditions={"Running"}, timeout=60)
+    true = {c.type for c in client.get_job_conditions(job=job) if c.status == "True"}
+    assert {"Created", "Running"} <= true and not true & {"Succeeded", "Failed", "Restarting"}
+    assert client.is_job_created("kf") and client.is_job_running("kf")
+    assert not (client.is_job_restarting("kf") or client.is_job_succeeded("kf") or client.is_job_failed("kf"))
+    assert [c.type for c in client.get_job_conditions("kf")] == [c.type for c in job.status.conditions]
+
+    seen = []
+    polled = client.wait_for_job_conditions("kf", expected_conditions={"Running"}, timeout=10, polling_interval=0.5, callback=seen.append)
+    assert polled.metadata.name == "kf" and len(seen) == 1
+
+    for polling_interval in (None, 0.5):
+        start = time.monotonic()
+        with pytest.raises(TimeoutError) as err:
+            client.wait_for_job_conditions("kf", expected_conditions={"Succeeded"}, timeout=2, polling_interval=polling_interval)
+        assert 2 <= time.monotonic() - start < 12
+        assert isinstance(err.value, WaitTimeoutError) and client.is_job_running(job=err.value.job)
+
+    end_launcher(core, namespace, "kf", "Succeeded")
+    done = client.wait_for_job_conditions("kf", timeout=60, polling_interval=0.5)
+    assert client.is_job_succeeded(job=done) and not client.is_job_running(job=done)
+    assert client.wait_for_job_conditions("kf", expected_conditions={"Succeeded"}, timeout=5).metadata.uid == created.metadata.uid
+
+    client.delete_job("kf")
+    eventually(lambda: gone(client, "kf"))
+    with pytest.raises(NotFoundError):
+        client.wait_for_job_conditions("kf", timeout=5)
+    assert "kf" not in [j.metadata.name for j in client.list_jobs()]
+
+
+@pytest.mark.parametrize("polling_interval", [None, 0.2])
+def test_wait_for_job_conditions_raises_not_found_when_the_job_is_deleted(client, polling_interval):
+    """A wait whose job is deleted meanwhile raises NotFoundError, on a
+    watch (its DELETED event) and when polling."""
+    client.create_job(elastic_horovod_job("bye", "img", ["t"], 1, 1, 2))
+    client.wait_for_job_conditions("bye", expected_conditions={"Running"}, timeout=60)
+    outcome = queue.Queue()
+
+    def wait():
+        try:
+            outcome.put(client.wait_for_job_conditions("bye", timeout=60, polling_interval=polling_interval))
+        except Exception as err:  # pylint: disable=broad-except
+            outcome.put(err)
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    time.sleep(1)
+    client.delete_job("bye")
+    err = outcome.get(timeout=60)
+    assert isinstance(err, NotFoundError), repr(err)
+    assert (err.status, err.reason) == (404, "NotFound")
+
+
+def test_get_job_pods_and_logs(client, custom, namespace, tmp_path):
+    """get_job_pods and get_job_logs of every pod, of a role, of an index:
+    the launcher's and worker 0's logs are the files kwok serves for them;
+    worker 1 has none of its own, so ClusterLogs "default" gives it ''."""
+    client.create_job(elastic_horovod_job("pods", "img", ["t"], 2, 1, 2))
+    client.wait_for_workers("pods", 2, timeout=60, polling_interval=0.2)
+    pods = client.get_job_pods("pods")
+    assert [p.metadata.name for p in pods] == ["pods-launcher", "pods-worker-0", "pods-worker-1"]
+    assert all(p.metadata.namespace == namespace for p in pods)
+    assert client.get_job_pod_names("pods", role="launcher") == client.get_job_pod_names("pods", is_master=True) == ["pods-launcher"]
+    assert client.get_job_pod_names("pods", replica_type="Worker") == ["pods-worker-0", "pods-worker-1"]
+    assert client.get_job_pod_names("pods", replica_index=1) == ["pods-worker-1"]
+
+    launcher, worker = tmp_path / "launcher.log", tmp_path / "worker-0.log"
+    cri_log(launcher, "rank 0: starting", "done")
+    cri_log(worker, "worker 0 ready")
+    serve_log(custom, namespace, "pods-launcher", "launcher", launcher)
+    serve_log(custom, namespace, "pods-worker-0", "worker", worker)
+    want = {"pods-launcher": "rank 0: starting\ndone\n", "pods-worker-0": "worker 0 ready\n", "pods-worker-1": ""}
+    logs = eventually(lambda: (lambda got: got if got == want else None)(client.get_job_logs("pods")))
+    assert list(logs) == ["pods-launcher", "pods-worker-0", "pods-worker-1"]
+    assert client.get_job_logs("pods", is_master=True, tail_lines=1) == {"pods-launcher": "done\n"}
+    assert client.get_job_logs("pods", role="worker", container="worker") == {"pods-worker-0": "worker 0 ready\n", "pods-worker-1": ""}
+    assert client.get_job_logs("pods", replica_index=0) == {"pods-worker-0": "worker 0 ready\n"}
+    assert client.get_job_logs("pods", pod_name="pods-worker-0") == {"pods-worker-0": "worker 0 ready\n"}
+    assert client.get_logs("pods") == want["pods-launcher"]
+    with pytest.raises(APIError) as err:
+        client.get_job_logs("pods", container="launcher")  # the workers have no such container
+    assert "container launcher is not valid for pod pods-worker-0" in err.value.message
+    with pytest.raises(NotFoundError):
+        client.get_job_pods("no-such-job")
+
+
+def listed(client, name):
+    return [w.name for w in client.get_workers(name) if w.listed]
+
+
+def test_scale_job_and_scale_in_job(client, namespace):
+    """scale_job out (waits until the new workers run and are listed),
+    scale_in_job by name (the operator removes the named worker, not the
+    highest index it would choose), scale_job in by count (waits out the
+    drain until the pods are gone)."""
+    client.create_job(elastic_horovod_job("sc", "img", ["t"], 2, 1, 4, drain_seconds=2))
+    client.wait_for_workers("sc", 2, timeout=60, polling_interval=0.2)
+
+    job = client.scale_job("sc", 4, timeout=60, polling_interval=0.2)
+    assert job.status.replica_statuses["Worker"].active == 4
+    assert listed(client, "sc") == ["sc-worker-%d" % i for i in range(4)]
+    assert client.get_hosts("sc") == hosts("sc", 4)
+
+    job = client.scale_in_job("sc", ["sc-worker-1"], timeout=60, polling_interval=0.2)
+    assert job.spec.mpi_replica_specs.worker.replicas == 3
+    assert listed(client, "sc") == ["sc-worker-0", "sc-worker-2", "sc-worker-3"]
+    assert [w.name for w in client.get_workers("sc") if w.phase == "Running"] == ["sc-worker-0", "sc-worker-2", "sc-worker-3"]
+    assert "WorkersDraining" in [e.reason for e in client.get_events("sc")]
+
+    start = time.monotonic()
+    client.scale_job("sc", 2, timeout=60, polling_interval=0.2)
+    assert time.monotonic() - start >= 2  # the removed worker drained for drainSeconds first
+    assert listed(client, "sc") == ["sc-worker-0", "sc-worker-2"]
+    assert [n for n in client.get_job_pod_names("sc", role="worker") if n != "sc-worker-3"] == ["sc-worker-0", "sc-worker-2"]
+
+    with pytest.raises(ValueError, match="sc-worker-1 is not a worker"):
+        client.scale_in_job("sc", "sc-worker-1")
+    with pytest.raises(InvalidError, match="minReplicas"):
+        client.scale_in_job("sc", ["sc-worker-0", "sc-worker-2"])
+    assert client.get_job("sc").spec.mpi_replica_specs.worker.replicas == 2
 
 
 def test_example_runs(kubeconfig, namespace):

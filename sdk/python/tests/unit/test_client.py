@@ -7,12 +7,13 @@ in tests/cluster."""
 import http.server
 import json
 import threading
+import time
 import urllib.parse
 
 import pytest
 from kubernetes import client as k8s
 
-from mpijob import ConflictError, InvalidError, JobFailedError, MPIJobClient, NotFoundError, WaitTimeoutError
+from mpijob import ConflictError, InvalidError, JobFailedError, MPIJobClient, MPIJobError, NotFoundError, WaitTimeoutError
 from mpijob.errors import APIError
 
 STUB_PORT = 29085  # of the SDK's ports (29080-29089); below the ephemeral range
@@ -38,6 +39,20 @@ def mpijob(name="pi", conditions=(), resource_version="1", policy=None):
 
 def status(code, reason, message):
     return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": code}
+
+
+PODS = "/api/v1/namespaces/ns/pods"
+
+
+def v1_pod(name, role, index=None, containers=("main",), annotations=None):
+    labels = {"mpi-job-name": "pi", "mpi-job-role": role}
+    if index is not None:
+        labels["replica-index"] = str(index)
+    return {
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": {"containers": [{"name": c} for c in containers]},
+        "status": {"phase": "Running"},
+    }
 
 
 class Stub:
@@ -210,6 +225,189 @@ def test_scale_out_of_bounds_sends_nothing(stub, client):
     assert [r["method"] for r in stub.requests] == ["GET"]
 
 
+CONFIG = "/api/v1/namespaces/ns/configmaps/pi-config"
+
+
+def with_active(job, active, replicas=None):
+    """The job with the status's count of active workers, and asking for
+    replicas workers when given."""
+    job["status"]["replicaStatuses"] = {"Worker": {"active": active}}
+    if replicas is not None:
+        job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = replicas
+    return job
+
+
+def workers(*specs):
+    """Worker pods of job pi: (index, phase) or (index, phase, annotations)."""
+    items = []
+    for spec in specs:
+        index, phase, annotations = (spec + (None,))[:3]
+        pod = v1_pod("pi-worker-%d" % index, "worker", index, annotations=annotations)
+        pod["status"]["phase"] = phase
+        items.append(pod)
+    return {"items": items}
+
+
+def hosts_config(*indices, fmt="pi-worker-%d:1"):
+    return {"data": {"discover_hosts.sh": "#!/bin/sh\n" + "".join("echo %s\n" % (fmt % i) for i in indices)}}
+
+
+def test_scale_job_waits_until_exactly_the_replicas_are_at_work(stub, client):
+    """Out from 2 to 3: not done while the new worker is Pending, nor while
+    it runs but discover_hosts.sh does not list it yet."""
+    stub.route_in_turn(
+        "GET",
+        JOBS + "/pi",
+        (200, with_active(mpijob(), 2)),
+        (200, with_active(mpijob(), 2)),
+        (200, with_active(mpijob(), 3)),
+        (200, with_active(mpijob(resource_version="9"), 3)),
+    )
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 3}})
+    stub.route_in_turn(
+        "GET",
+        PODS,
+        (200, workers((0, "Running"), (1, "Running"), (2, "Pending"))),
+        (200, workers((0, "Running"), (1, "Running"), (2, "Running"))),
+    )
+    stub.route_in_turn("GET", CONFIG, (200, hosts_config(0, 1)), (200, hosts_config(0, 1)), (200, hosts_config(0, 1, 2)))
+    job = client.scale_job("pi", 3, timeout=30, polling_interval=0.01)
+    assert job.metadata.resource_version == "9"
+    assert [r["path"] for r in stub.requests if r["method"] == "PATCH"] == [JOBS + "/pi/scale"]
+    assert sum(r["path"] == CONFIG for r in stub.requests) == 3
+    assert {r["query"]["labelSelector"] for r in stub.requests if r["path"] == PODS} == {"mpi-job-name=pi,mpi-job-role=worker"}
+
+
+def test_wait_for_workers_changes_nothing(stub, client):
+    stub.route_in_turn("GET", JOBS + "/pi", (200, with_active(mpijob(), 1)), (200, with_active(mpijob(), 2)))
+    stub.route("GET", PODS, 200, workers((0, "Running"), (1, "Running")))
+    stub.route("GET", CONFIG, 200, hosts_config(0, 1))
+    client.wait_for_workers("pi", 2, timeout=30, polling_interval=0.01)
+    assert {r["method"] for r in stub.requests} == {"GET"}
+    assert sum(r["path"] == JOBS + "/pi" for r in stub.requests) == 2
+
+
+def test_scale_job_in_waits_for_the_drained_pods_to_go(stub, client):
+    """In from 3 to 2: the removed worker leaves discover_hosts.sh at once
+    but counts as active until its pod is deleted after the drain."""
+    draining = {"mpi-operator.kubeflow.org/draining-since": "2026-11-23T16:05:42Z"}
+    stub.route_in_turn("GET", JOBS + "/pi", (200, with_active(mpijob(), 3)), (200, with_active(mpijob(), 3)), (200, with_active(mpijob(), 2)))
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 2}})
+    stub.route_in_turn("GET", PODS, (200, workers((0, "Running"), (1, "Running"), (2, "Running", draining))), (200, workers((0, "Running"), (1, "Running"))))
+    stub.route("GET", CONFIG, 200, hosts_config(0, 1))
+    client.scale_job("pi", 2, timeout=30, polling_interval=0.01)
+    assert sum(r["path"] == PODS for r in stub.requests) == 2
+
+
+def test_scale_job_times_out_naming_what_it_saw(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, with_active(mpijob(), 2))
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 3}})
+    stub.route("GET", PODS, 200, workers((0, "Running"), (1, "Running"), (2, "Pending")))
+    stub.route("GET", CONFIG, 404, status(404, "NotFound", 'configmaps "pi-config" not found'))
+    with pytest.raises(TimeoutError) as err:
+        client.scale_job("pi", 3, timeout=0.3, polling_interval=0.05)
+    assert isinstance(err.value, WaitTimeoutError)
+    assert str(err.value) == (
+        "MPIJob ns/pi: not at 3 workers after 0.3s: the status counts 2 active, Running: pi-worker-0, pi-worker-1; discover_hosts.sh lists: none"
+    )
+
+
+def test_scale_job_raises_when_the_job_fails_goes_or_ends(stub, client):
+    stub.route_in_turn("GET", JOBS + "/pi", (200, mpijob()), (200, mpijob(conditions=[("Failed", "True")])))
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 3}})
+    with pytest.raises(JobFailedError, match="R: m Failed"):
+        client.scale_job("pi", 3, timeout=30, polling_interval=0.01)
+    stub.route_in_turn("GET", JOBS + "/pi", (200, mpijob()), (404, status(404, "NotFound", 'mpijobs.kubeflow.org "pi" not found')))
+    with pytest.raises(NotFoundError):
+        client.scale_job("pi", 3, timeout=30, polling_interval=0.01)
+    stub.route_in_turn("GET", JOBS + "/pi", (200, mpijob()), (200, mpijob(conditions=[("Succeeded", "True")])))
+    with pytest.raises(MPIJobError, match="succeeded while waiting for 3 workers"):
+        client.scale_job("pi", 3, timeout=30, polling_interval=0.01)
+
+
+def test_scale_job_without_wait_is_scale(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 3}})
+    client.scale_job("pi", 3, wait=False)
+    client.scale("pi", 3)
+    sent = [(r["method"], r["path"], r["body"]) for r in stub.requests]
+    assert sent[:3] == sent[3:] == [("GET", JOBS + "/pi", None), ("PATCH", JOBS + "/pi/scale", {"spec": {"replicas": 3}}), ("GET", JOBS + "/pi", None)]
+
+
+def test_v2beta1_scale_job_reads_host_names_in_the_subdomain(stub):
+    """v2beta1's discover_hosts.sh names hosts in the job's subdomain, and,
+    with runLauncherAsWorker, lists the launcher, which is no worker."""
+    client = v2_client()
+    stub.routes.clear()
+    stub.requests.clear()
+    v2 = "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi"
+    job = dict(with_active(mpijob(), 2), apiVersion="kubeflow.org/v2beta1")
+    stub.route("GET", v2, 200, job)
+    stub.route("PATCH", v2 + "/scale", 200, {"kind": "Scale", "spec": {"replicas": 2}})
+    pods = workers((0, "Running"), (1, "Running"))
+    for pod in pods["items"]:
+        pod["metadata"]["labels"] = {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "worker"}
+    stub.route("GET", PODS, 200, pods)
+    script = "#!/bin/sh\necho pi-launcher.pi.ns.svc\necho pi-worker-0.pi.ns.svc\necho pi-worker-1.pi.ns.svc\n"
+    stub.route("GET", CONFIG, 200, {"data": {"discover_hosts.sh": script}})
+    client.scale_job("pi", 2, timeout=5, polling_interval=0.01)
+
+
+def test_scale_in_job_names_the_workers_that_go(stub, client):
+    """The named worker gets a pod-deletion-cost below the others' (one of
+    which is -5 already), then the replicas go down by one."""
+    stub.route_in_turn("GET", JOBS + "/pi", (200, with_active(mpijob(), 3, 3)), (200, with_active(mpijob(), 3, 3)), (200, with_active(mpijob(), 2, 2)))
+    stub.route_in_turn(
+        "GET",
+        PODS,
+        (200, workers((0, "Running"), (1, "Running", {"controller.kubernetes.io/pod-deletion-cost": "-5"}), (2, "Running"))),
+        (200, workers((1, "Running"), (2, "Running"))),
+    )
+    stub.route("PATCH", PODS + "/pi-worker-0", 200, v1_pod("pi-worker-0", "worker", 0))
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 2}})
+    stub.route("GET", CONFIG, 200, hosts_config(1, 2))
+    client.scale_in_job("pi", ["pi-worker-0"], timeout=30, polling_interval=0.01)
+    patches = [(r["path"], r["content_type"], r["body"]) for r in stub.requests if r["method"] == "PATCH"]
+    assert patches == [
+        (PODS + "/pi-worker-0", "application/strategic-merge-patch+json", {"metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": "-6"}}}),
+        (JOBS + "/pi/scale", "application/merge-patch+json", {"spec": {"replicas": 2}}),
+    ]
+
+
+def test_scale_in_job_finds_out_when_the_operator_removed_others(stub, client):
+    stub.route_in_turn("GET", JOBS + "/pi", (200, with_active(mpijob(), 3, 3)), (200, with_active(mpijob(), 3, 3)), (200, with_active(mpijob(), 2, 2)))
+    stub.route_in_turn("GET", PODS, (200, workers((0, "Running"), (1, "Running"), (2, "Running"))), (200, workers((0, "Running"), (1, "Running"))))
+    stub.route("PATCH", PODS + "/pi-worker-0", 200, v1_pod("pi-worker-0", "worker", 0))
+    stub.route("PATCH", JOBS + "/pi/scale", 200, {"kind": "Scale", "spec": {"replicas": 2}})
+    stub.route("GET", CONFIG, 200, hosts_config(0, 1))
+    with pytest.raises(MPIJobError, match="the operator kept pi-worker-0 and removed others"):
+        client.scale_in_job("pi", "pi-worker-0", timeout=30, polling_interval=0.01)
+
+
+@pytest.mark.parametrize(
+    "pods,victims,error,message",
+    [
+        (workers((0, "Running"), (1, "Running")), ["pi-worker-7"], ValueError, "pi-worker-7 is not a worker of MPIJob ns/pi \\(its workers: pi-worker-0, pi-worker-1\\)"),
+        (
+            workers((0, "Running"), (1, "Running", {"mpi-operator.kubeflow.org/draining-since": "2026-11-23T16:05:42Z"})),
+            ["pi-worker-1"],
+            ValueError,
+            "already leaving",
+        ),
+        (workers((0, "Running"), (1, "Pending")), ["pi-worker-0"], MPIJobError, "pi-worker-1 of MPIJob ns/pi is Pending: the operator removes"),
+        (workers((0, "Running")), ["pi-worker-0"], MPIJobError, "has 1 live workers but asks for 2"),
+        (workers((0, "Running"), (1, "Running")), ["pi-worker-0", "pi-worker-1"], InvalidError, "must not be less than spec.elasticPolicy.minReplicas"),
+        (workers((0, "Running"), (1, "Running")), [], ValueError, "at least one"),
+    ],
+)
+def test_scale_in_job_refuses_before_any_change(stub, client, pods, victims, error, message):
+    stub.route("GET", JOBS + "/pi", 200, mpijob())  # 2 workers, minReplicas 1
+    stub.route("GET", PODS, 200, pods)
+    with pytest.raises(error, match=message):
+        client.scale_in_job("pi", victims, timeout=5)
+    assert [r for r in stub.requests if r["method"] != "GET"] == []
+
+
 def watch_events(*jobs, kind="MODIFIED"):
     return [json.dumps({"type": kind, "object": j}) + "\n" for j in jobs]
 
@@ -277,8 +475,162 @@ def test_wait_for_times_out(stub, client):
 def test_wait_for_a_deleted_job(stub, client):
     stub.route("GET", JOBS + "/pi", 200, mpijob())
     stub.route("GET", JOBS, 200, watch_events(mpijob(), kind="DELETED"))
-    with pytest.raises(APIError, match="deleted"):
+    with pytest.raises(NotFoundError, match="deleted") as err:
         client.wait_for("pi", timeout=30)
+    assert (err.value.status, err.value.reason) == (404, "NotFound")
+
+
+def test_wait_for_a_job_that_does_not_exist(stub, client):
+    stub.route("GET", JOBS + "/pi", 404, status(404, "NotFound", 'mpijobs.kubeflow.org "pi" not found'))
+    with pytest.raises(NotFoundError, match='"pi" not found'):
+        client.wait_for("pi", timeout=30)
+
+
+def test_kubeflow_names_send_the_requests_of_the_short_names(stub, client):
+    stub.route("POST", JOBS, 201, mpijob())
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    stub.route("GET", JOBS, 200, {"items": [mpijob("a")]})
+    stub.route("DELETE", JOBS + "/pi", 200, status(200, "", ""))
+    assert client.create_job(mpijob(), job_kind="MPIJob").metadata.name == "pi"
+    assert client.get_job("pi").metadata.name == "pi"
+    assert [j.metadata.name for j in client.list_jobs(label_selector="team=a")] == ["a"]
+    client.delete_job("pi")
+    client.create(mpijob())
+    client.get("pi")
+    client.list(label_selector="team=a")
+    client.delete("pi")
+    sent = [(r["method"], r["path"], r["query"], r["body"]) for r in stub.requests]
+    assert sent[:4] == sent[4:]
+    assert [r[0] for r in sent[:4]] == ["POST", "GET", "GET", "DELETE"]
+
+
+def test_delete_job_with_delete_options(stub, client):
+    stub.route("DELETE", JOBS + "/pi", 200, status(200, "", ""))
+    client.delete_job("pi", delete_options=k8s.V1DeleteOptions(propagation_policy="Background", grace_period_seconds=0))
+    assert stub.requests[0]["body"] == {"propagationPolicy": "Background", "gracePeriodSeconds": 0}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.create_job(mpijob(), job_kind="PyTorchJob"),
+        lambda c: c.get_job("pi", job_kind="PyTorchJob"),
+        lambda c: c.list_jobs(job_kind="TFJob"),
+        lambda c: c.delete_job("pi", job_kind="TFJob"),
+        lambda c: c.get_job_conditions("pi", job_kind="TFJob"),
+        lambda c: c.wait_for_job_conditions("pi", job_kind="TFJob"),
+    ],
+)
+def test_a_job_kind_other_than_mpijob_is_refused_before_any_request(stub, client, call):
+    with pytest.raises(ValueError, match="serves MPIJobs"):
+        call(client)
+    assert stub.requests == []
+
+
+def test_get_job_conditions_and_is_job(stub, client):
+    conditions = [("Created", "True"), ("Running", "False"), ("Restarting", "True")]
+    stub.route("GET", JOBS + "/pi", 200, mpijob(conditions=conditions))
+    got = client.get_job_conditions("pi")
+    assert [(c.type, c.status, c.reason) for c in got] == [(t, s, "R") for t, s in conditions]
+    assert client.is_job_created("pi") and client.is_job_restarting("pi")
+    assert not (client.is_job_running("pi") or client.is_job_succeeded("pi") or client.is_job_failed("pi"))
+    assert len(stub.requests) == 6  # one read each
+
+    stub.requests.clear()
+    job = client.get_job("pi")
+    assert client.is_job_created(job=job) and not client.is_job_running(job=job)
+    assert [c.type for c in client.get_job_conditions(job=job)] == ["Created", "Running", "Restarting"]
+    assert len(stub.requests) == 1  # the job given is not read again
+    with pytest.raises(ValueError, match="name"):
+        client.is_job_running()
+
+
+def test_get_job_conditions_of_a_job_without_status(stub, client):
+    job = mpijob()
+    del job["status"]
+    stub.route("GET", JOBS + "/pi", 200, job)
+    assert client.get_job_conditions("pi") == []
+    assert not client.is_job_created("pi")
+
+
+def test_wait_for_job_conditions_polls_with_a_polling_interval(stub, client):
+    """With a polling_interval the job is read that often, as Kubeflow's
+    client does, and no watch is opened; the callback sees each read."""
+    stub.route_in_turn(
+        "GET",
+        JOBS + "/pi",
+        (200, mpijob(conditions=[("Created", "True")], resource_version="1")),
+        (200, mpijob(conditions=[("Created", "True")], resource_version="2")),
+        (200, mpijob(conditions=[("Created", "True"), ("Running", "True")], resource_version="3")),
+    )
+    seen = []
+    job = client.wait_for_job_conditions("pi", expected_conditions={"Running", "Succeeded"}, timeout=30, polling_interval=0.05, callback=lambda j: seen.append(j.metadata.resource_version))
+    assert job.metadata.resource_version == "3"
+    assert seen == ["1", "2", "3"]
+    assert [(r["method"], r["path"]) for r in stub.requests] == [("GET", JOBS + "/pi")] * 3
+
+
+def test_wait_for_job_conditions_polling_times_out(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob(conditions=[("Running", "True")]))
+    start = time.monotonic()
+    with pytest.raises(TimeoutError) as err:
+        client.wait_for_job_conditions("pi", timeout=0.5, polling_interval=0.1)
+    assert 0.5 <= time.monotonic() - start < 5
+    assert isinstance(err.value, WaitTimeoutError)
+    assert "none of ['Succeeded'] after 0.5s" in str(err.value)
+    assert err.value.job.status.conditions[0].type == "Running"
+
+
+def test_wait_for_job_conditions_wait_timeout_is_kubeflows_name_for_timeout(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    start = time.monotonic()
+    with pytest.raises(WaitTimeoutError):
+        client.wait_for_job_conditions("pi", timeout=600, wait_timeout=0.3, polling_interval=0.1)
+    assert time.monotonic() - start < 5
+
+
+def test_wait_for_job_conditions_polling_a_job_that_goes(stub, client):
+    stub.route_in_turn(
+        "GET", JOBS + "/pi", (200, mpijob()), (404, status(404, "NotFound", 'mpijobs.kubeflow.org "pi" not found'))
+    )
+    with pytest.raises(NotFoundError, match='"pi" not found'):
+        client.wait_for_job_conditions("pi", timeout=30, polling_interval=0.05)
+
+
+@pytest.mark.parametrize("polling_interval", [None, 0.05])
+def test_wait_for_job_conditions_raises_a_runtime_error_when_the_job_fails(stub, client, polling_interval):
+    stub.route("GET", JOBS + "/pi", 200, mpijob(conditions=[("Failed", "True")]))
+    stub.route("GET", JOBS, 200, [])
+    with pytest.raises(RuntimeError, match="R: m Failed") as err:
+        client.wait_for_job_conditions("pi", timeout=30, polling_interval=polling_interval)
+    assert isinstance(err.value, JobFailedError)
+    job = client.wait_for_job_conditions("pi", expected_conditions="Failed", timeout=30, polling_interval=polling_interval)
+    assert job.metadata.name == "pi"
+
+
+def test_wait_for_job_conditions_on_a_watch_calls_back_once_per_state(stub, client):
+    stub.route("GET", JOBS + "/pi", 200, mpijob(resource_version="5"))
+    stub.route(
+        "GET",
+        JOBS,
+        200,
+        watch_events(mpijob(conditions=[("Created", "True")], resource_version="6"), mpijob(conditions=[("Succeeded", "True")], resource_version="7")),
+    )
+    seen = []
+    job = client.wait_for_job_conditions("pi", callback=lambda j: seen.append(j.metadata.resource_version), timeout=30)
+    assert job.metadata.resource_version == "7"
+    assert seen == ["5", "6", "7"]
+    assert stub.requests[1]["query"]["watch"] in ("true", "True")
+
+
+@pytest.mark.parametrize("conditions,version", [({"Runing"}, "v1"), ({"Suspended"}, "v1"), ({"Done", "Running"}, "v2beta1")])
+def test_wait_for_job_conditions_refuses_a_condition_the_operator_never_writes(stub, conditions, version):
+    conf = k8s.Configuration(host="http://127.0.0.1:%d" % STUB_PORT)
+    client = MPIJobClient(namespace="ns", api_client=k8s.ApiClient(conf), version=version)
+    stub.requests.clear()
+    with pytest.raises(ValueError, match="have no condition"):
+        client.wait_for_job_conditions("pi", expected_conditions=conditions)
+    assert stub.requests == []
 
 
 def test_status_predicates(stub, client):
@@ -311,6 +663,152 @@ def test_get_logs_error_carries_the_message(stub, client):
     stub.route("GET", "/api/v1/namespaces/ns/pods/pi-launcher/log", 400, status(400, "BadRequest", message))
     with pytest.raises(APIError, match=message):
         client.get_logs("pi")
+
+
+def test_get_job_pods_launcher_then_workers_by_index(stub, client):
+    stub.route(
+        "GET",
+        PODS,
+        200,
+        {"items": [v1_pod("pi-worker-10", "worker", 10), v1_pod("pi-launcher", "launcher"), v1_pod("pi-worker-2", "worker", 2), v1_pod("pi-worker-0", "worker", 0)]},
+    )
+    assert client.get_job_pod_names("pi") == ["pi-launcher", "pi-worker-0", "pi-worker-2", "pi-worker-10"]
+    assert all(isinstance(p, k8s.V1Pod) for p in client.get_job_pods("pi"))
+    assert client.get_job_pod_names("pi", replica_index=2) == ["pi-worker-2"]
+    queries = [r["query"]["labelSelector"] for r in stub.requests]
+    assert queries == ["mpi-job-name=pi", "mpi-job-name=pi", "mpi-job-name=pi,mpi-job-role=worker"]
+
+
+@pytest.mark.parametrize(
+    "kwargs,selector",
+    [
+        ({"role": "launcher"}, "mpi-job-name=pi,mpi-job-role=launcher"),
+        ({"is_master": True}, "mpi-job-name=pi,mpi-job-role=launcher"),
+        ({"replica_type": "Launcher"}, "mpi-job-name=pi,mpi-job-role=launcher"),
+        ({"replica_type": "worker"}, "mpi-job-name=pi,mpi-job-role=worker"),
+        ({"role": "worker", "replica_index": 0}, "mpi-job-name=pi,mpi-job-role=worker"),
+    ],
+)
+def test_get_job_pods_by_role(stub, client, kwargs, selector):
+    stub.route("GET", PODS, 200, {"items": [v1_pod("pi-launcher", "launcher"), v1_pod("pi-worker-0", "worker", 0)]})
+    names = client.get_job_pod_names("pi", **kwargs)
+    assert stub.requests[0]["query"] == {"labelSelector": selector}
+    assert names == (["pi-launcher"] if "launcher" in selector else ["pi-worker-0"])
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"role": "chief"}, "not 'chief'"),
+        ({"role": "worker", "is_master": True}, "different pods"),
+        ({"role": "launcher", "replica_type": "Worker"}, "different pods"),
+        ({"is_master": True, "replica_index": 0}, "the launcher has none"),
+    ],
+)
+def test_get_job_pods_refuses_contradictions(stub, client, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        client.get_job_pods("pi", **kwargs)
+    assert stub.requests == []
+
+
+def test_get_job_pods_of_a_job_without_pods_or_without_a_job(stub, client):
+    stub.route("GET", PODS, 200, {"items": []})
+    stub.route("GET", JOBS + "/pi", 200, mpijob())
+    assert client.get_job_pods("pi") == []
+    assert client.get_job_logs("pi") == {}
+    stub.route("GET", JOBS + "/pi", 404, status(404, "NotFound", 'mpijobs.kubeflow.org "pi" not found'))
+    with pytest.raises(NotFoundError, match='"pi" not found'):
+        client.get_job_pods("pi")
+    with pytest.raises(NotFoundError, match='"pi" not found'):
+        client.get_job_logs("pi")
+
+
+def test_v2beta1_get_job_pods_launcher_job_pods_newest_first(stub):
+    client = v2_client()
+    stub.routes.clear()
+    stub.requests.clear()
+    worker = {
+        "metadata": {"name": "pi-worker-0", "labels": {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "worker"}},
+        "spec": {"containers": [{"name": "worker"}]},
+    }
+    stub.route(
+        "GET",
+        PODS,
+        200,
+        {
+            "items": [
+                worker,
+                launcher_pod("pi-launcher-old11", "2026-11-23T16:00:00Z"),
+                launcher_pod("pi-launcher-stray", "2026-11-23T16:09:00Z", owner="other-launcher"),
+                launcher_pod("pi-launcher-new22", "2026-11-23T16:05:00Z"),
+            ]
+        },
+    )
+    assert client.get_job_pod_names("pi") == ["pi-launcher-new22", "pi-launcher-old11", "pi-worker-0"]
+    assert stub.requests[0]["query"] == {"labelSelector": "training.kubeflow.org/job-name=pi"}
+    stub.route("GET", PODS + "/pi-launcher-new22/log", 200, "second try\n")
+    stub.route("GET", PODS + "/pi-launcher-old11/log", 200, "first try\n")
+    assert list(client.get_job_logs("pi", is_master=True).items()) == [("pi-launcher-new22", "second try\n"), ("pi-launcher-old11", "first try\n")]
+
+
+def test_get_job_logs_of_every_pod(stub, client):
+    """Every pod's log, keyed by pod name in get_job_pods' order; a pod of
+    several containers without a default one is read in its first."""
+    stub.route(
+        "GET",
+        PODS,
+        200,
+        {
+            "items": [
+                v1_pod("pi-worker-1", "worker", 1, containers=("worker", "sidecar")),
+                v1_pod("pi-worker-0", "worker", 0, containers=("worker", "sidecar"), annotations={"kubectl.kubernetes.io/default-container": "sidecar"}),
+                v1_pod("pi-launcher", "launcher"),
+            ]
+        },
+    )
+    stub.route("GET", PODS + "/pi-launcher/log", 200, "rank 0: done\n")
+    stub.route("GET", PODS + "/pi-worker-0/log", 200, "sidecar 0\n")
+    stub.route("GET", PODS + "/pi-worker-1/log", 200, "")
+    logs = client.get_job_logs("pi", tail_lines=3)
+    assert list(logs.items()) == [("pi-launcher", "rank 0: done\n"), ("pi-worker-0", "sidecar 0\n"), ("pi-worker-1", "")]
+    reads = [(r["path"].split("/")[-2], r["query"]) for r in stub.requests if r["path"].endswith("/log")]
+    assert reads == [
+        ("pi-launcher", {"tailLines": "3"}),
+        ("pi-worker-0", {"tailLines": "3"}),
+        ("pi-worker-1", {"tailLines": "3", "container": "worker"}),
+    ]
+
+
+def test_get_job_logs_of_one_role_index_or_pod(stub, client):
+    stub.route("GET", PODS, 200, {"items": [v1_pod("pi-worker-3", "worker", 3)]})
+    stub.route("GET", PODS + "/pi-worker-3/log", 200, "w3\n")
+    assert client.get_job_logs("pi", replica_index=3, container="worker") == {"pi-worker-3": "w3\n"}
+    assert stub.requests[-1]["query"] == {"container": "worker"}
+    stub.requests.clear()
+    assert client.get_job_logs("pi", pod_name="pi-worker-3") == {"pi-worker-3": "w3\n"}
+    assert [r["path"] for r in stub.requests] == [PODS + "/pi-worker-3/log"]  # read at once, no list
+    with pytest.raises(ValueError, match="not both"):
+        client.get_job_logs("pi", pod_name="pi-worker-3", role="worker")
+
+
+def test_get_job_logs_follow_gives_an_iterator_per_pod(stub, client):
+    stub.route("GET", PODS, 200, {"items": [v1_pod("pi-launcher", "launcher"), v1_pod("pi-worker-0", "worker", 0)]})
+    stub.route("GET", PODS + "/pi-launcher/log", 200, ["epoch 1\nep", "och 2\n"])
+    stub.route("GET", PODS + "/pi-worker-0/log", 200, ["ready\n"])
+    logs = client.get_job_logs("pi", follow=True)
+    assert list(logs) == ["pi-launcher", "pi-worker-0"]
+    assert list(logs["pi-worker-0"]) == ["ready"]
+    assert list(logs["pi-launcher"]) == ["epoch 1", "epoch 2"]
+
+
+def test_get_job_logs_raises_what_the_api_server_answers_for_a_pod(stub, client):
+    stub.route("GET", PODS, 200, {"items": [v1_pod("pi-launcher", "launcher"), v1_pod("pi-worker-0", "worker", 0)]})
+    stub.route("GET", PODS + "/pi-launcher/log", 200, "ok\n")
+    message = 'container "main" in pod "pi-worker-0" is waiting to start: ContainerCreating'
+    stub.route("GET", PODS + "/pi-worker-0/log", 400, status(400, "BadRequest", message))
+    with pytest.raises(APIError) as err:
+        client.get_job_logs("pi")
+    assert (err.value.status, err.value.message) == (400, message)
 
 
 def test_get_workers(stub, client):
@@ -381,6 +879,68 @@ def test_v2beta1_client_uses_its_version_and_labels(stub):
     # the index plus one.
     assert [(w.name, w.index, w.listed) for w in client.get_workers("pi")] == [("pi-worker-0", 0, True)]
     assert stub.requests[1]["query"] == {"labelSelector": "training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=worker"}
+
+
+def v2_client():
+    conf = k8s.Configuration(host="http://127.0.0.1:%d" % STUB_PORT)
+    return MPIJobClient(namespace="ns", api_client=k8s.ApiClient(conf), version="v2beta1")
+
+
+def launcher_pod(name, created, owner="pi-launcher", containers=("launcher",)):
+    """A v2beta1 launcher pod: labelled by the operator, controlled by the
+    launcher Job (owner) as the Job controller creates it."""
+    refs = [{"apiVersion": "batch/v1", "kind": "Job", "name": owner, "uid": "u-" + owner, "controller": True}] if owner else None
+    return {
+        "metadata": {
+            "name": name,
+            "creationTimestamp": created,
+            "labels": {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "launcher", "batch.kubernetes.io/job-name": "pi-launcher"},
+            "ownerReferences": refs,
+        },
+        "spec": {"containers": [{"name": c} for c in containers]},
+        "status": {"phase": "Running"},
+    }
+
+
+def test_v2beta1_get_logs_reads_the_launcher_jobs_newest_pod(stub):
+    """v2beta1's launcher is a batch Job: its pod's name has a generated
+    suffix, and a retried launcher leaves the failed pod beside the new one.
+    A pod labelled as the launcher that the Job does not control is not
+    it."""
+    client = v2_client()
+    stub.routes.clear()
+    stub.requests.clear()
+    stub.route(
+        "GET",
+        "/api/v1/namespaces/ns/pods",
+        200,
+        {
+            "items": [
+                launcher_pod("pi-launcher-old11", "2026-11-23T16:00:00Z"),
+                launcher_pod("pi-launcher-new22", "2026-11-23T16:05:00Z"),
+                launcher_pod("pi-launcher-stray", "2026-11-23T16:09:00Z", owner=None),
+            ]
+        },
+    )
+    stub.route("GET", "/api/v1/namespaces/ns/pods/pi-launcher-new22/log", 200, "rank 0: retried\n")
+    assert client.get_logs("pi", tail_lines=5) == "rank 0: retried\n"
+    assert [(r["path"], r["query"]) for r in stub.requests] == [
+        ("/api/v1/namespaces/ns/pods", {"labelSelector": "training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=launcher"}),
+        ("/api/v1/namespaces/ns/pods/pi-launcher-new22/log", {"tailLines": "5"}),
+    ]
+
+
+def test_v2beta1_get_logs_without_a_launcher_pod(stub):
+    client = v2_client()
+    stub.routes.clear()
+    stub.requests.clear()
+    stub.route("GET", "/api/v1/namespaces/ns/pods", 200, {"items": []})
+    stub.route("GET", "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi", 200, dict(mpijob(), apiVersion="kubeflow.org/v2beta1"))
+    with pytest.raises(NotFoundError, match="MPIJob ns/pi has no launcher pod"):
+        client.get_logs("pi")
+    stub.route("GET", "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi", 404, status(404, "NotFound", 'mpijobs.kubeflow.org "pi" not found'))
+    with pytest.raises(NotFoundError, match='"pi" not found'):
+        client.get_logs("pi")
 
 
 def test_unknown_version():
