@@ -41,6 +41,13 @@ def horovodrun_command(
     return args + list(command)
 
 
+# SSHD_COMMAND runs sshd in the foreground in a v2beta1 worker. The operator
+# mounts the job's SSH keys from a Secret, whose directory sshd's StrictModes
+# would refuse; the host keys and the privilege separation directory are
+# made if the image lacks them.
+SSHD_COMMAND = ["/bin/sh", "-c", "mkdir -p /run/sshd && ssh-keygen -A && exec /usr/sbin/sshd -De -o StrictModes=no"]
+
+
 def elastic_horovod_job(
     name: str,
     image: str,
@@ -58,6 +65,7 @@ def elastic_horovod_job(
     env: Optional[Dict[str, str]] = None,
     version: str = "v1",
     blacklist_cooldown: Optional[Sequence[int]] = (10, 100),
+    worker_command: Optional[Sequence[str]] = None,
 ):
     """Builds (does not create) an elastic Horovod MPIJob.
 
@@ -80,6 +88,13 @@ def elastic_horovod_job(
         env: environment of every container.
         version: ``v1`` or ``v2beta1``.
         blacklist_cooldown: horovodrun's --blacklist-cooldown-range.
+        worker_command: what each worker runs. Under v1 the launcher
+            reaches the workers through ``kubectl exec``, and by default
+            they run the image's own command. Under v2beta1 it reaches
+            them over SSH, and by default they run SSHD_COMMAND: sshd in
+            the foreground, which images such as horovod's ship without
+            starting. An empty list keeps the image's own command (for
+            images that start sshd themselves, as upstream's do).
 
     Returns the job model of that version. Inconsistent bounds raise
     InvalidError with the admission rules' messages; other bad arguments
@@ -111,7 +126,15 @@ def elastic_horovod_job(
         env=env_vars,
         resources=_requirements(launcher_resources),
     )
-    worker = k8s.V1Container(name="worker", image=image, env=env_vars, resources=_requirements(worker_limits))
+    if worker_command is None:
+        worker_command = SSHD_COMMAND if version != "v1" else []
+    worker = k8s.V1Container(
+        name="worker",
+        image=image,
+        command=list(worker_command) or None,
+        env=env_vars,
+        resources=_requirements(worker_limits),
+    )
     spec_args = {}
     if version != "v1":
         spec_args["mpi_implementation"] = "OpenMPI"

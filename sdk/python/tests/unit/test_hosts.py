@@ -7,6 +7,7 @@ import pytest
 
 from mpijob import Host, InvalidError, check_replicas, elastic_horovod_job, horovodrun_command, parse_discover_hosts
 from mpijob.client import admission_message
+from mpijob.horovod import SSHD_COMMAND
 from mpijob.hosts import parse_time
 from mpijob.models import V1ElasticPolicy, V1MPIJob, V1MPIJobSpec, V1MPIReplicaSpecs, v1, v2beta1
 
@@ -192,6 +193,24 @@ def test_elastic_horovod_job_v2beta1():
         "horovodrun", "-np", "12", "--min-np", "8", "--max-np", "24",
         "--host-discovery-script", "/etc/mpi/discover_hosts.sh", "--slots-per-host", "4",
     ]  # fmt: skip
+    worker = data["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert worker["command"] == SSHD_COMMAND
+    assert "/usr/sbin/sshd -De" in worker["command"][-1]
+
+
+@pytest.mark.parametrize(
+    "version,worker_command,want",
+    [
+        ("v1", None, None),
+        ("v1", ["sleep", "infinity"], ["sleep", "infinity"]),
+        ("v2beta1", [], None),
+        ("v2beta1", ["/usr/sbin/sshd", "-De"], ["/usr/sbin/sshd", "-De"]),
+    ],
+)
+def test_elastic_horovod_job_worker_command(version, worker_command, want):
+    job = elastic_horovod_job("j", "img", ["t"], 1, 1, 2, version=version, worker_command=worker_command)
+    worker = job.to_dict()["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert worker.get("command") == want
 
 
 @pytest.mark.parametrize(
