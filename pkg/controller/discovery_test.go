@@ -1,30 +1,20 @@
 package controller
 
 import (
-	"errors"
+	"fmt"
+	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
-
-// discover runs one fast-path sync of job; prepare, if given, sees the
-// controller first.
-func (f *fixture) discover(job *kubeflow.MPIJob, prepare func(*MPIJobController)) error {
-	f.t.Helper()
-	ctx, c := f.readyController(prepare)
-	return c.syncDiscovery(ctx, jobKey(job))
-}
 
 // oneOfTwoListed is a running job of two workers whose ConfigMap lists only
 // the first, as before the second turned Running.
@@ -36,44 +26,28 @@ func oneOfTwoListed(f *fixture) *kubeflow.MPIJob {
 	return job
 }
 
-func TestDiscoveryListsWorkerTurningRunning(t *testing.T) {
+// TestWorkerTurningRunningIsListed: the sync a Running worker's event
+// queues lists it and tells the launcher.
+func TestWorkerTurningRunningIsListed(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
-
-	if err := f.discover(job, nil); err != nil {
-		t.Fatal(err)
-	}
-	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
-	f.expectMPIWrites()
+	f.sync(job)
 	want := "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\n"
 	if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != want {
 		t.Errorf("discover_hosts.sh %q, want %q", got, want)
 	}
-}
-
-func TestDiscoveryWritesWhatTheMainSyncWould(t *testing.T) {
-	fast, main := newFixture(t), newFixture(t)
-	fastJob, mainJob := oneOfTwoListed(fast), oneOfTwoListed(main)
-	if err := fast.discover(fastJob, nil); err != nil {
-		t.Fatal(err)
-	}
-	main.sync(mainJob)
-	got := updatedObject[*corev1.ConfigMap](fast, "configmaps", "pi-config")
-	want := updatedObject[*corev1.ConfigMap](main, "configmaps", "pi-config")
-	if got.Data[discoverHostsKey] != want.Data[discoverHostsKey] || got.Data[hostfileKey] != want.Data[hostfileKey] {
-		t.Errorf("fast path wrote %q, the main sync %q", got.Data, want.Data)
+	if !slices.Contains(writes(f.kubeClient.Actions()), patchPod("pi-launcher")) {
+		t.Error("the launcher is not told of the new script")
 	}
 }
 
-func TestDiscoveryRecordsNextIndexOfListedWorker(t *testing.T) {
+func TestListedWorkerRecordsNextIndex(t *testing.T) {
 	f := newFixture(t)
 	job := elasticJob(f, 2, 1)
 	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](3)
 	f.pods = append(f.pods, existingWorkers(job, corev1.PodRunning, 2)...)
 
-	if err := f.discover(job, nil); err != nil {
-		t.Fatal(err)
-	}
+	f.sync(job)
 	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
 	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\necho pi-worker-2:1\n" {
 		t.Errorf("discover_hosts.sh %q", got)
@@ -83,167 +57,113 @@ func TestDiscoveryRecordsNextIndexOfListedWorker(t *testing.T) {
 	}
 }
 
-func TestDiscoveryWaitsForOwnPodWrites(t *testing.T) {
-	f := newFixture(t)
-	job := oneOfTwoListed(f)
-	err := f.discover(job, func(c *MPIJobController) {
-		c.expectations.ExpectChange(jobKey(job), "pi-launcher-uid", reconcile.ShowsDeletion)
-	})
-	if !errors.Is(err, errNotSettled) {
-		t.Errorf("err = %v, want errNotSettled", err)
+// TestFilesWaitForOwnPodWrites: while the cache does not show a deletion
+// or a drain mark of the controller's, the files are not written, since
+// they could list a worker already taken out; created pods not in the cache
+// yet do not hold them back, since they are not Running.
+func TestFilesWaitForOwnPodWrites(t *testing.T) {
+	cases := map[string]struct {
+		expect  func(c *MPIJobController, key string)
+		written bool
+	}{
+		"a deletion unseen": {func(c *MPIJobController, key string) {
+			c.Expectations.ExpectChange(key, "pi-launcher-uid", reconcile.ShowsDeletion)
+		}, false},
+		"a creation unseen": {func(c *MPIJobController, key string) {
+			c.Expectations.ExpectCreate(key, "pi-worker-9")
+		}, true},
 	}
-	f.expectKubeWrites()
-}
-
-func TestDiscoveryDoesNotWaitForCreatedPods(t *testing.T) {
-	f := newFixture(t)
-	job := oneOfTwoListed(f)
-	err := f.discover(job, func(c *MPIJobController) {
-		c.expectations.ExpectCreate(jobKey(job), "pi-launcher")
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
-}
-
-func TestDiscoveryDrainsScaleInVictimsAsTheMainSyncDoes(t *testing.T) {
-	fast, main := newFixture(t), newFixture(t)
-	fastJob, mainJob := runningJob(fast, 4), runningJob(main, 4)
-	fastJob.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
-	mainJob.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
-
-	if err := fast.discover(fastJob, nil); err != nil {
-		t.Fatal(err)
-	}
-	// The main sync's writes to the pods and files, in the same order: the
-	// victims' drain starts once the files no longer list them and the
-	// launcher was told. The status stays with the main sync.
-	fast.expectKubeWrites(
-		update("configmaps", "pi-config"),
-		patchPod("pi-launcher"),
-		patchPod("pi-worker-2"),
-		patchPod("pi-worker-3"),
-	)
-	fast.expectMPIWrites()
-	main.sync(mainJob)
-	got := updatedObject[*corev1.ConfigMap](fast, "configmaps", "pi-config")
-	want := updatedObject[*corev1.ConfigMap](main, "configmaps", "pi-config")
-	if diff := cmp.Diff(want.Data, got.Data); diff != "" {
-		t.Errorf("files of the fast path (-main sync +fast path):\n%s", diff)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			job := oneOfTwoListed(f)
+			if _, err := f.syncPrepared(job, func(c *MPIJobController) { tc.expect(c, jobKey(job)) }); err != nil {
+				t.Fatal(err)
+			}
+			got := slices.Contains(writes(f.kubeClient.Actions()), update("configmaps", "pi-config"))
+			if got != tc.written {
+				t.Errorf("files written: %v, want %v", got, tc.written)
+			}
+		})
 	}
 }
 
-// TestDiscoveryListsWhileWorkersAreCreated: a job that still has workers to
-// create has its running workers listed by the fast path, which creates
-// nothing and names the planned workers in the hostfile as the main sync
-// does.
-func TestDiscoveryListsWhileWorkersAreCreated(t *testing.T) {
+// TestWorkersAreListedWhileOthersAreCreated: a job that still has workers
+// to create has its running workers listed by the sync that creates them,
+// and the hostfile names the planned workers.
+func TestWorkersAreListedWhileOthersAreCreated(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
 	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](3)
-
-	if err := f.discover(job, nil); err != nil {
-		t.Fatal(err)
-	}
-	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
-	f.expectMPIWrites()
+	f.sync(job)
 	hosts := elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1", "pi-worker-2"}, Running: []string{"pi-worker-0", "pi-worker-1"}}
 	want := newConfigMap(defaulted(job), hosts, elastic.State{})
 	if diff := cmp.Diff(want.Data, updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data); diff != "" {
 		t.Errorf("files (-want +got):\n%s", diff)
 	}
+	createdObject[*corev1.Pod](f, "pods", "pi-worker-2")
 }
 
-func TestDiscoveryLeavesDeletionsToTheMainSync(t *testing.T) {
-	f := newFixture(t)
-	job := runningJob(f, 2)
-	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](1)
-	f.pods[1].Annotations = map[string]string{elastic.AnnotationDrainingSince: testNow.Add(-time.Hour).Format(time.RFC3339)}
-
-	if err := f.discover(job, nil); err != nil {
-		t.Fatal(err)
-	}
-	// The drained worker leaves the files; its deletion waits for the
-	// main sync.
-	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
-	if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\n" {
-		t.Errorf("discover_hosts.sh %q", got)
-	}
-}
-
-func TestDiscoveryLeavesJobsToTheMainSync(t *testing.T) {
-	cases := map[string]func(f *fixture) *kubeflow.MPIJob{
-		"no ConfigMap yet": func(f *fixture) *kubeflow.MPIJob {
-			job := oneOfTwoListed(f)
-			f.cms = nil
-			return job
-		},
-		"finished": func(f *fixture) *kubeflow.MPIJob {
-			job := oneOfTwoListed(f)
-			setCondition(&job.Status, common.JobSucceeded, reconcile.ReasonSucceeded, "done", metav1.NewTime(testNow))
-			return job
-		},
-		"invalid spec": func(f *fixture) *kubeflow.MPIJob {
-			job := oneOfTwoListed(f)
-			job.Spec.SlotsPerWorker = ptr[int32](-1)
-			return job
-		},
-		"below minReplicas for too long": func(f *fixture) *kubeflow.MPIJob {
-			job := elasticJob(f, 2, 2)
-			f.pods[1].Status.Phase = corev1.PodPending
-			f.cms[0].Annotations = elastic.State{NextIndex: 2, BelowMinSince: testNow.Add(-time.Hour)}.Annotations()
-			return job
-		},
-	}
-	for name, setup := range cases {
-		t.Run(name, func(t *testing.T) {
+// TestCreationsGiveWayToAnUrgentChange: a sync that creates many workers
+// stops between batches once its job is queued urgently (a worker turned
+// Running), and the job comes back at once, urgently, for the sync that
+// lists it; without that change every planned creation goes out.
+func TestCreationsGiveWayToAnUrgentChange(t *testing.T) {
+	for _, urgent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("urgent=%v", urgent), func(t *testing.T) {
 			f := newFixture(t)
-			job := setup(f)
-			if err := f.discover(job, nil); err != nil {
-				t.Fatal(err)
+			job := runningJob(f, 1)
+			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](20)
+			ctx, c := f.readyController(nil)
+			key := jobKey(job)
+			created := 0
+			f.kubeClient.PrependReactor("create", "pods", func(core.Action) (bool, runtime.Object, error) {
+				created++
+				if urgent && created == 1 {
+					c.Enqueue(key, true)
+				}
+				return false, nil, nil
+			})
+			c.Queue.Add(key)
+			c.ProcessNext(ctx, c.syncHandler)
+			want := 19
+			if urgent {
+				want = 1
 			}
-			f.expectKubeWrites()
-			f.expectMPIWrites()
+			if created != want {
+				t.Errorf("%d workers created, want %d", created, want)
+			}
+			queued, priority, _ := -1, 0, false
+			if c.Queue.Len() == 1 {
+				var k string
+				k, priority, _ = c.Queue.GetWithPriority()
+				queued = 0
+				if k != key {
+					t.Errorf("queued %q, want %q", k, key)
+				}
+			}
+			if urgent && (queued != 0 || priority != 1) {
+				t.Errorf("the job is not queued again urgently (queued %v, priority %d)", queued == 0, priority)
+			}
 		})
 	}
 }
 
-func TestDiscoverable(t *testing.T) {
-	job := newTestJob("pi", 1)
-	worker := func(mutate func(*corev1.Pod)) *corev1.Pod {
-		p := existingWorkers(job, corev1.PodRunning, 0)[0]
-		mutate(p)
-		return p
-	}
-	deleted := metav1.NewTime(testNow)
-	cases := []struct {
-		name string
-		pod  *corev1.Pod
-		want bool
-	}{
-		{"running worker", worker(func(*corev1.Pod) {}), true},
-		{"pending worker", worker(func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }), false},
-		{"failed worker", worker(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false},
-		{"deleted worker", worker(func(p *corev1.Pod) { p.DeletionTimestamp = &deleted }), false},
-		{"draining worker", worker(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{elastic.AnnotationDrainingSince: testNow.Format(time.RFC3339)}
-		}), false},
-		{"running launcher", existingLauncher(job, corev1.PodRunning), false},
-	}
-	for _, tc := range cases {
-		if got := discoverable(tc.pod); got != tc.want {
-			t.Errorf("%s: discoverable = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestPodEventsReachTheFastPathWhenDiscoverabilityChanges(t *testing.T) {
+// TestPodEventsAreUrgentWhenDiscoverabilityChanges: every pod event of a
+// job queues it, urgently when the event changes what discover_hosts.sh
+// may list.
+func TestPodEventsAreUrgentWhenDiscoverabilityChanges(t *testing.T) {
 	job := newTestJob("pi", 1)
 	running := existingWorkers(job, corev1.PodRunning, 0)[0]
 	running.ResourceVersion = "2"
 	pending := running.DeepCopy()
 	pending.Status.Phase, pending.ResourceVersion = corev1.PodPending, "1"
+	failed := running.DeepCopy()
+	failed.Status.Phase, failed.ResourceVersion = corev1.PodFailed, "3"
+	launcher := existingLauncher(job, corev1.PodPending)
+	launcher.ResourceVersion = "1"
+	runningLauncher := existingLauncher(job, corev1.PodRunning)
+	runningLauncher.ResourceVersion = "2"
 	relabelled := running.DeepCopy()
 	relabelled.Labels["extra"], relabelled.ResourceVersion = "x", "3"
 	draining := running.DeepCopy()
@@ -256,7 +176,10 @@ func TestPodEventsReachTheFastPathWhenDiscoverabilityChanges(t *testing.T) {
 	}{
 		{"turns Running", func(c *MPIJobController) { c.handlePodUpdate(pending, running) }, 1},
 		{"marked draining", func(c *MPIJobController) { c.handlePodUpdate(running, draining) }, 1},
+		{"fails", func(c *MPIJobController) { c.handlePodUpdate(running, failed) }, 1},
 		{"other change", func(c *MPIJobController) { c.handlePodUpdate(running, relabelled) }, 0},
+		{"launcher turns Running", func(c *MPIJobController) { c.handlePodUpdate(launcher, runningLauncher) }, 0},
+		{"worker created", func(c *MPIJobController) { c.handlePodAdd(pending) }, 0},
 		{"running worker deleted", func(c *MPIJobController) { c.handlePodDelete(running) }, 1},
 		{"pending worker deleted", func(c *MPIJobController) { c.handlePodDelete(pending) }, 0},
 	}
@@ -266,11 +189,11 @@ func TestPodEventsReachTheFastPathWhenDiscoverabilityChanges(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			c := f.newController(ctx)
 			tc.event(c)
-			if got := c.discoveryQueue.Len(); got != tc.want {
-				t.Errorf("fast-path queue holds %d keys, want %d", got, tc.want)
+			if got := c.Queue.Len(); got != 1 {
+				t.Fatalf("the queue holds %d keys, want 1: every pod event queues its job", got)
 			}
-			if got := c.queue.Len(); got != 1 {
-				t.Errorf("main queue holds %d keys, want 1: it sees every pod event", got)
+			if _, priority, _ := c.Queue.GetWithPriority(); priority != tc.want {
+				t.Errorf("queued at priority %d, want %d", priority, tc.want)
 			}
 		})
 	}
@@ -287,15 +210,17 @@ func TestNoOpPodPatchLeavesNothingToWaitFor(t *testing.T) {
 	f.pods[2].Annotations[elastic.AnnotationHostsHash] = "same"
 	_, ctx := ktesting.NewTestContext(t)
 	c := f.newController(ctx)
-	if _, err := c.pods.Annotate(ctx, owner(job), f.pods[2], elastic.AnnotationHostsHash, "same"); err != nil {
+	if _, err := c.Pods.Annotate(ctx, owner(job), f.pods[2], elastic.AnnotationHostsHash, "same"); err != nil {
 		t.Fatal(err)
 	}
-	if !c.expectations.Satisfied(jobKey(job)) {
+	if !c.Expectations.Satisfied(jobKey(job)) {
 		t.Error("the job waits for an event that a patch without change never brings")
 	}
 }
 
-func TestReplicaChangesReachTheFastPath(t *testing.T) {
+// TestReplicaChangesAreUrgent: a change of a job's worker replicas queues
+// it urgently, any other change without urgency.
+func TestReplicaChangesAreUrgent(t *testing.T) {
 	old := newTestJob("pi", 4)
 	old.ResourceVersion = "1"
 	shrunk := old.DeepCopy()
@@ -315,37 +240,14 @@ func TestReplicaChangesReachTheFastPath(t *testing.T) {
 			f := newFixture(t)
 			_, ctx := ktesting.NewTestContext(t)
 			c := f.newController(ctx)
-			c.enqueueResize(old, tc.new)
-			if got := c.discoveryQueue.Len(); got != tc.want {
-				t.Errorf("fast-path queue holds %d keys, want %d", got, tc.want)
+			c.handleJobUpdate(old, tc.new)
+			if got := c.Queue.Len(); got != 1 {
+				t.Fatalf("the queue holds %d keys, want 1", got)
+			}
+			if _, priority, _ := c.Queue.GetWithPriority(); priority != tc.want {
+				t.Errorf("queued at priority %d, want %d", priority, tc.want)
 			}
 		})
-	}
-}
-
-// TestDiscoveryWritesThroughTheListingClient: the fast path's writes go
-// through the client whose rate limit is theirs, none through the main one.
-func TestDiscoveryWritesThroughTheListingClient(t *testing.T) {
-	f := newFixture(t)
-	job := oneOfTwoListed(f)
-	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](1)
-	var listing *k8sfake.Clientset
-	err := f.discover(job, func(c *MPIJobController) {
-		objs := []runtime.Object{f.cms[0]}
-		for _, p := range f.pods {
-			objs = append(objs, p)
-		}
-		listing = k8sfake.NewClientset(objs...)
-		c.listing = writePath{kube: listing, pods: reconcile.PodWrites{Client: listing, Lister: c.podLister, Expectations: c.expectations}}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.expectKubeWrites()
-	// The script lists worker 0 alone, as before: the launcher is not patched.
-	want := []action{update("configmaps", "pi-config"), patchPod("pi-worker-1")}
-	if diff := cmp.Diff(inIssueOrder(want), inIssueOrder(writes(listing.Actions())), cmp.AllowUnexported(action{})); diff != "" {
-		t.Errorf("writes of the listing client (-want +got):\n%s", diff)
 	}
 }
 
@@ -357,11 +259,13 @@ func TestLauncherRefreshIsNoExpectation(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
 	ctx, c := f.readyController(nil)
-	if err := c.syncDiscovery(ctx, jobKey(job)); err != nil {
+	if _, err := c.syncHandler(ctx, jobKey(job)); err != nil {
 		t.Fatal(err)
 	}
-	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
-	if c.expectations.Changing(jobKey(job)) || !c.expectations.Satisfied(jobKey(job)) {
+	if !slices.Contains(writes(f.kubeClient.Actions()), patchPod("pi-launcher")) {
+		t.Fatal("the launcher is not told of the new script")
+	}
+	if c.Expectations.Changing(jobKey(job)) || !c.Expectations.Satisfied(jobKey(job)) {
 		t.Error("the launcher's refresh is waited for")
 	}
 
@@ -371,10 +275,12 @@ func TestLauncherRefreshIsNoExpectation(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.kubeClient.ClearActions()
-	if err := c.syncDiscovery(ctx, jobKey(job)); err != nil {
+	if _, err := c.syncHandler(ctx, jobKey(job)); err != nil {
 		t.Fatal(err)
 	}
-	f.expectKubeWrites()
+	if slices.Contains(writes(f.kubeClient.Actions()), patchPod("pi-launcher")) {
+		t.Error("the launcher is told again of the script it was told of")
+	}
 
 	// Once the cache shows another version of the launcher, without the
 	// hash (a write of someone else's), it is sent again.
@@ -392,8 +298,11 @@ func TestLauncherRefreshIsNoExpectation(t *testing.T) {
 	if err := informer.GetIndexer().Update(cached); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.syncDiscovery(ctx, jobKey(job)); err != nil {
+	f.kubeClient.ClearActions()
+	if _, err := c.syncHandler(ctx, jobKey(job)); err != nil {
 		t.Fatal(err)
 	}
-	f.expectKubeWrites(patchPod("pi-launcher"))
+	if !slices.Contains(writes(f.kubeClient.Actions()), patchPod("pi-launcher")) {
+		t.Error("the launcher is not told again once its hash is gone")
+	}
 }

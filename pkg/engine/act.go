@@ -42,6 +42,11 @@ type Engine struct {
 	// Pace keeps each job's writes of its files and the objects beside
 	// them to a byte rate; nil means no pacing.
 	Pace *Pace
+	// GiveWay, if set, tells whether a job's key was queued urgently while
+	// the job is being synced (a worker turned Running): its creations then
+	// stop between batches, and the sync that change asks for runs next
+	// and lists the worker, instead of waiting for every creation.
+	GiveWay func(key string) bool
 }
 
 // Job is what the engine knows of one job in one sync.
@@ -103,7 +108,8 @@ type Outcome struct {
 //  2. the launcher told of the script;
 //  3. the drain marks of the victims that the written script no longer
 //     lists (Unlisted: a drain counts from that write);
-//  4. the creations, at most MaxCreatesPerSync;
+//  4. the creations, at most MaxCreatesPerSync, fewer when the job must
+//     give way (GiveWay);
 //  5. the deletions of drained or finished workers;
 //  6. the marks of failed workers replaced by the workers just created.
 //
@@ -258,7 +264,11 @@ func (e *Engine) create(ctx context.Context, job Job, h Hooks, indices, planned 
 	if len(indices) == 0 {
 		return nil, nil
 	}
-	done, err := reconcile.InBatches(len(indices), 1, func(i int) error {
+	var stop func() bool
+	if e.GiveWay != nil {
+		stop = func() bool { return e.GiveWay(job.Owner.Key()) }
+	}
+	done, err := reconcile.InBatchesUntil(len(indices), 1, stop, func(i int) error {
 		_, err := e.Creations.Create(ctx, job.Owner, h.Worker(indices[i]))
 		return err
 	})

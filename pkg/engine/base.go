@@ -53,7 +53,7 @@ func NewBase(kube kubernetes.Interface, pods corelisters.PodLister, recorder rec
 	b := &Base{Queue: reconcile.NewQueue(), Recorder: recorder, Clock: clk, Expectations: reconcile.NewExpectations(clk)}
 	b.Health = reconcile.NewHealth(clk, b.Queue.Len)
 	b.Pods = reconcile.PodWrites{Client: kube, Lister: pods, Expectations: b.Expectations}
-	b.Engine = &Engine{Pods: b.Pods, Creations: b.Pods, Pace: &Pace{}}
+	b.Engine = &Engine{Pods: b.Pods, Creations: b.Pods, Pace: &Pace{}, GiveWay: b.Queue.UrgentAgain}
 	return b
 }
 

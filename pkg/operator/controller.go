@@ -27,10 +27,6 @@ type KubeClients struct {
 	// the creation of pods: a large job's creations run at the full rate
 	// limit and never hold up the writes that list its running workers.
 	Creations kubernetes.Interface
-	// Listing is the same API with a rate limiter of its own too, for the
-	// writes that list running workers and take victims out of the
-	// discovery script.
-	Listing kubernetes.Interface
 	// Meta reads objects' metadata only, for caches of other pods.
 	Meta metadata.Interface
 	// Dynamic lists and watches MPIJobs as unstructured JSON, so that
@@ -55,9 +51,6 @@ func NewKubeClients(cfg *rest.Config) (KubeClients, error) {
 	}
 	if cs.Creations, err = kubernetes.NewForConfig(kcfg); err != nil {
 		return cs, fmt.Errorf("creating the pod creations client: %w", err)
-	}
-	if cs.Listing, err = kubernetes.NewForConfig(kcfg); err != nil {
-		return cs, fmt.Errorf("creating the listing client: %w", err)
 	}
 	if cs.Meta, err = metadata.NewForConfig(cfg); err != nil {
 		return cs, fmt.Errorf("creating the metadata client: %w", err)

@@ -194,6 +194,15 @@ func (q *Queue) Done(key string) {
 	}
 }
 
+// UrgentAgain tells whether key, while being synced, was added again
+// urgently: a sync that has long work left can give way to the sync that
+// change asks for.
+func (q *Queue) UrgentAgain(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.processing[key] && q.again[key]
+}
+
 // Len is the number of keys queued and not being synced.
 func (q *Queue) Len() int {
 	q.mu.Lock()

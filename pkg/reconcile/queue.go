@@ -8,6 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
+
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
 // SyncFunc reconciles the job of key and says how long to wait before it
@@ -36,6 +38,9 @@ func ProcessNextUrgent(ctx context.Context, queue *Queue, health *Health, sync S
 	return true
 }
 
+// syncKinds label the syncs by priority in metrics.SyncSeconds.
+var syncKinds = [2]string{"main", "urgent"}
+
 func process(ctx context.Context, queue *Queue, health *Health, sync SyncFunc, key string, priority int) {
 	defer queue.Done(key)
 	logger := klog.FromContext(ctx).WithValues("mpijob", key)
@@ -44,7 +49,9 @@ func process(ctx context.Context, queue *Queue, health *Health, sync SyncFunc, k
 	}
 	ctx = klog.NewContext(ctx, logger)
 	slot := health.SyncStarted()
+	start := time.Now()
 	requeue, err := sync(ctx, key)
+	metrics.SyncSeconds.WithLabelValues(syncKinds[min(priority, 1)]).Observe(time.Since(start).Seconds())
 	health.SyncFinished(slot)
 	Settle(ctx, queue, key, priority, requeue, err)
 }

@@ -228,6 +228,35 @@ func TestKeyAddedWhileSyncedComesBackAfterDone(t *testing.T) {
 	}
 }
 
+// TestUrgentAgain: only an urgent add of a key being synced asks its sync
+// to give way.
+func TestUrgentAgain(t *testing.T) {
+	q := NewQueue()
+	defer q.ShutDown()
+	AddUrgent(q, "ns/queued")
+	if q.UrgentAgain("ns/queued") {
+		t.Error("a key waiting in the queue asks a sync to give way")
+	}
+	q.Add("ns/a")
+	key, _, _ := q.GetWithPriority()
+	if key != "ns/queued" {
+		t.Fatalf("took %q, want the urgent key first", key)
+	}
+	key, _ = q.Get()
+	q.Add(key)
+	if q.UrgentAgain(key) {
+		t.Error("a plain add while synced asks the sync to give way")
+	}
+	AddUrgent(q, key)
+	if !q.UrgentAgain(key) {
+		t.Error("an urgent add while synced does not ask the sync to give way")
+	}
+	q.Done(key)
+	if q.UrgentAgain(key) {
+		t.Error("a key no longer synced asks a sync to give way")
+	}
+}
+
 func TestQueueShutsDownTwice(t *testing.T) {
 	q := NewQueue()
 	q.ShutDown()

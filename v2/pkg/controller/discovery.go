@@ -14,9 +14,9 @@ import (
 // that change what the script may list (a worker turning Running or ending,
 // a drain mark, an EndpointSlice of the job's Service, a change of the
 // worker replicas) therefore queue their job urgently, ahead of the keys of
-// every other event. An urgent key waits for no queued key, only for a
-// worker to finish the sync it is running, so no worker is set aside for
-// urgent keys.
+// every other event, and engine.UrgentWorkers workers take urgent keys
+// only. A sync that creates workers gives way between batches of creations
+// once its own job was queued urgently (engine.Engine.GiveWay).
 //
 // Nothing else tells an urgent key from another: it runs the same sync,
 // through the same guards. The queue hands a key to one worker at a time,
