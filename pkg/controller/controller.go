@@ -242,8 +242,8 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 		if newPod.Status.Phase == corev1.PodRunning && oldPod.Status.Phase != corev1.PodRunning {
 			c.runningSince.store(key, newPod.UID, c.Clock.Now())
 		}
-		c.Expectations.Observe(key, newPod)
-		c.Enqueue(key, discoverabilityChanged(oldPod, newPod))
+		settled := c.Expectations.Observe(key, newPod)
+		c.Enqueue(key, discoverabilityChanged(oldPod, newPod) || settled)
 	}
 }
 
@@ -259,8 +259,8 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	}
 	if key, ok := ownerKey(pod); ok {
 		c.runningSince.take(key, pod.UID)
-		c.Expectations.ObserveGone(key, pod.UID)
-		c.Enqueue(key, discoverabilityChanged(pod, nil))
+		settled := c.Expectations.ObserveGone(key, pod.UID)
+		c.Enqueue(key, discoverabilityChanged(pod, nil) || settled)
 	}
 }
 

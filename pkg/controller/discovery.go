@@ -12,15 +12,17 @@ import (
 // scale-in, should reach the script at once. A burst of job creations fills
 // the queue for seconds; the events that change what the script may list (a
 // worker turning Running or ending, a drain mark, a change of the worker
-// replicas) therefore queue their job urgently (engine.Base.Enqueue), ahead
-// of every other key, and engine.UrgentWorkers workers take urgent keys only.
+// replicas, and the pod event that shows the last of the controller's own
+// pod changes a job's files waited for) therefore queue their job urgently
+// (engine.Base.Enqueue), ahead of every other key, and engine.UrgentWorkers
+// workers take urgent keys only.
 //
 // An urgent key runs the same sync as any other, through the same guards:
 // there is no second path. The queue hands a key to one worker at a time,
 // so only one sync of a job runs at once. A sync that creates workers gives
 // way between batches of creations when its own job was queued urgently
-// meanwhile (engine.Engine.GiveWay): the next sync lists the worker that turned
-// Running, then goes on creating.
+// meanwhile (engine.Engine.GiveWay): the next sync lists the worker that
+// turned Running, then goes on creating.
 
 func isWorkerPod(pod *corev1.Pod) bool { return pod.Labels[labelMPIRole] == roleWorker }
 

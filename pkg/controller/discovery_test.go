@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
@@ -182,6 +183,14 @@ func TestPodEventsAreUrgentWhenDiscoverabilityChanges(t *testing.T) {
 		{"worker created", func(c *MPIJobController) { c.handlePodAdd(pending) }, 0},
 		{"running worker deleted", func(c *MPIJobController) { c.handlePodDelete(running) }, 1},
 		{"pending worker deleted", func(c *MPIJobController) { c.handlePodDelete(pending) }, 0},
+		{"deleted as the files waited for", func(c *MPIJobController) {
+			c.Expectations.ExpectChange("ns/pi", pending.UID, reconcile.ShowsDeletion)
+			c.handlePodDelete(pending)
+		}, 1},
+		{"marked as the files waited for", func(c *MPIJobController) {
+			c.Expectations.ExpectChange("ns/pi", relabelled.UID, func(metav1.Object) bool { return true })
+			c.handlePodUpdate(running, relabelled)
+		}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -217,25 +217,25 @@ func wakeEvents() []wakeEvent {
 	}
 	return []wakeEvent{
 		{
-			name:      "worker turns Running",
+			name:   "worker turns Running",
 			urgent: true,
-			before:    func(f *fixture, _ *kubeflow.MPIJob) { lastWorker(f).Status.Phase = corev1.PodPending },
+			before: func(f *fixture, _ *kubeflow.MPIJob) { lastWorker(f).Status.Phase = corev1.PodPending },
 			after: func(f *fixture, _ *kubeflow.MPIJob) func(c *MPIJobController) {
 				return podUpdate(lastWorker(f), func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning })
 			},
 		},
 		{
-			name:      "worker fails",
+			name:   "worker fails",
 			urgent: true,
-			before:    nothingBefore,
+			before: nothingBefore,
 			after: func(f *fixture, _ *kubeflow.MPIJob) func(c *MPIJobController) {
 				return podUpdate(firstRunningWorker(f), func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })
 			},
 		},
 		{
-			name:      "worker goes away",
+			name:   "worker goes away",
 			urgent: true,
-			before:    nothingBefore,
+			before: nothingBefore,
 			after: func(f *fixture, _ *kubeflow.MPIJob) func(c *MPIJobController) {
 				gone := firstRunningWorker(f)
 				for i, p := range f.pods {

@@ -105,7 +105,7 @@ func (b *Base) Enqueue(key string, urgent bool) {
 // that take every key (the urgent ones first), for urgent keys only: while
 // a burst of new jobs keeps every other worker busy, a worker turning
 // Running still has its job synced at once.
-const UrgentWorkers = 4
+const UrgentWorkers = 8
 
 // RunWorkers waits for the caches, then runs threadiness workers and
 // UrgentWorkers more for urgent keys, which sync the queue's keys with

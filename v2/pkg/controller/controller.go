@@ -249,17 +249,19 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 }
 
 // observePod tells the expectations of pod, as it is now, and enqueues its
-// job.
+// job, urgently when urgent or when the pod shows the last of the
+// controller's own changes that the job's files waited for.
 func (c *MPIJobController) observePod(pod *corev1.Pod, urgent bool) {
 	if key, ok := podJob(pod); ok {
 		c.Expectations.ObserveCreate(key, pod.Name)
-		c.Expectations.Observe(key, pod)
-		c.Enqueue(key, urgent)
+		settled := c.Expectations.Observe(key, pod)
+		c.Enqueue(key, urgent || settled)
 	}
 }
 
 // handlePodGone tells the expectations that a pod is gone and enqueues its
-// job, urgently when discover_hosts.sh may have listed it.
+// job, urgently when discover_hosts.sh may have listed it or the job's
+// files waited for it to go.
 func (c *MPIJobController) handlePodGone(obj any) {
 	pod, ok := untombstone(obj).(*corev1.Pod)
 	if !ok {
@@ -267,8 +269,8 @@ func (c *MPIJobController) handlePodGone(obj any) {
 	}
 	if key, ok := podJob(pod); ok {
 		c.Expectations.ObserveCreate(key, pod.Name)
-		c.Expectations.ObserveGone(key, pod.UID)
-		c.Enqueue(key, discoverabilityChanged(pod, nil))
+		settled := c.Expectations.ObserveGone(key, pod.UID)
+		c.Enqueue(key, discoverabilityChanged(pod, nil) || settled)
 	}
 }
 

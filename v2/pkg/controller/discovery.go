@@ -13,7 +13,9 @@ import (
 // one queue, and a burst of job creations fills it for seconds; the events
 // that change what the script may list (a worker turning Running or ending,
 // a drain mark, an EndpointSlice of the job's Service, a change of the
-// worker replicas) therefore queue their job urgently, ahead of the keys of
+// worker replicas, and the pod event that shows the last of the
+// controller's own pod changes a job's files waited for) therefore queue
+// their job urgently, ahead of the keys of
 // every other event, and engine.UrgentWorkers workers take urgent keys
 // only. A sync that creates workers gives way between batches of creations
 // once its own job was queued urgently (engine.Engine.GiveWay).
