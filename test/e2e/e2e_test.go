@@ -257,8 +257,14 @@ func (s *suite) install(t *testing.T) {
 func (s *suite) startOperator(t *testing.T) {
 	path := operatorKubeconfig(t, operatorNamespace)
 
-	op := startOperator(t, path, filepath.Join(env.Dir, "operator.log"))
-	s.op = op
+	s.op = startOperator(t, path, filepath.Join(env.Dir, "operator.log"))
+	waitLeader(t, s.op)
+}
+
+// waitLeader waits until the operator answers /healthz and leads, and
+// checks that the Lease names a holder.
+func waitLeader(t *testing.T, op *harness.Operator) {
+	t.Helper()
 	t.Logf("operator started: pid %d, monitoring on 127.0.0.1:%d, log %s", op.PID, op.Port, op.LogPath)
 
 	harness.Eventually(t, poll, settleTimeout, "the operator to answer /healthz and lead", func() (bool, string) {

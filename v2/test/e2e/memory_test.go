@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,23 +44,10 @@ func checkTenantObjectsCostLittle(t *testing.T, op *harness.Operator) {
 	t.Cleanup(func() { _, _ = kubectl("delete", "namespace", ns, "--wait=false") })
 	waitNamespace(t, ns)
 
-	pid := op.PID
-	before := rss(t, pid)
-	peak := before
-	stop := make(chan struct{})
-	var sampled sync.WaitGroup
-	sampled.Go(func() {
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				peak = max(peak, rss(t, pid))
-			}
-		}
-	})
+	rss, err := harness.WatchRSS(op.PID, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	ctx := context.Background()
 	blob := strings.Repeat("x", 900<<10)
@@ -115,36 +100,16 @@ func checkTenantObjectsCostLittle(t *testing.T, op *harness.Operator) {
 	}
 	// Let the watch events reach the operator and its garbage be collected.
 	time.Sleep(15 * time.Second)
-	close(stop)
-	sampled.Wait()
-	after := rss(t, pid)
-	t.Logf("%d ConfigMaps of 900 KiB, Services and Jobs created in %v; operator RSS %.1f MiB before, %.1f MiB after, peak %.1f MiB",
-		tenantObjects, time.Since(start).Round(time.Second), mib(before), mib(after), mib(peak))
-	if growth := peak - before; growth >= maxTenantGrowth {
-		t.Errorf("the operator's RSS grew by %.1f MiB for a tenant's objects, want less than %d MiB", mib(growth), maxTenantGrowth>>20)
+	mem, err := rss.Stop()
+	if err != nil {
+		t.Fatalf("sampling the operator's RSS: %v (%s)", err, op.Status())
+	}
+	t.Logf("%d ConfigMaps of 900 KiB, Services and Jobs created in %v; operator %s",
+		tenantObjects, time.Since(start).Round(time.Second), mem)
+	if mem.Growth() >= maxTenantGrowth {
+		t.Errorf("the operator's RSS grew by %.1f MiB for a tenant's objects, want less than %d MiB", harness.MiB(mem.Growth()), maxTenantGrowth>>20)
 	}
 	if !op.Alive() {
 		t.Fatalf("the operator exited: %s", op.Status())
 	}
 }
-
-// rss is the resident set of process pid, in bytes.
-func rss(t *testing.T, pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Errorf("reading the operator's memory: %v", err)
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Errorf("VmRSS %q: %v", v, err)
-			}
-			return kib << 10
-		}
-	}
-	return 0
-}
-
-func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -69,19 +69,7 @@ func TestKueueAdmitsElasticJobsAgainstQuota(t *testing.T) {
 
 	// The first job ends: its launcher pod exits 0.
 	finishLauncher(t, first)
-	harness.Eventually(t, poll, time.Minute, "the first job to succeed", func() (bool, string) {
-		job := getJob(t, first)
-		for _, c := range job.Status.Conditions {
-			if c.Type == v2beta1.JobSucceeded && c.Status == corev1.ConditionTrue {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("conditions %+v", job.Status.Conditions)
-	})
-	harness.Eventually(t, poll, time.Minute, "the first job's Workload to be Finished", func() (bool, string) {
-		status, reason, _ := condition(getWorkload(t, ns, firstWL), "Finished")
-		return status == "True", fmt.Sprintf("Finished=%q (%s)", status, reason)
-	})
+	waitFinished(t, first, firstWL)
 	// Its quota released, the second is admitted and runs.
 	waitAdmitted(t, second, secondWL)
 	checkRunning(t, second, 2)
@@ -211,8 +199,8 @@ spec:
 }
 
 // createJob creates a suspended elastic MPIJob with two workers in queue,
-// as Kueue's webhook would leave it.
-func createJob(t *testing.T, ns, name, queue string) *v2beta1.MPIJob {
+// as Kueue's webhook would leave it, after the edits given.
+func createJob(t *testing.T, ns, name, queue string, edits ...func(*v2beta1.MPIJob)) *v2beta1.MPIJob {
 	t.Helper()
 	cpu := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
 	template := func(role string) corev1.PodTemplateSpec {
@@ -230,6 +218,9 @@ func createJob(t *testing.T, ns, name, queue string) *v2beta1.MPIJob {
 				v2beta1.MPIReplicaTypeWorker:   {Replicas: ptr.To[int32](2), Template: template("worker")},
 			},
 		},
+	}
+	for _, edit := range edits {
+		edit(job)
 	}
 	created, err := suite.mpi.KubeflowV2beta1().MPIJobs(ns).Create(context.Background(), job, metav1.CreateOptions{})
 	if err != nil {
@@ -395,26 +386,36 @@ func checkPending(t *testing.T, job *v2beta1.MPIJob, workload string) {
 	}
 }
 
-// finishLauncher ends job's launcher pod with exit code 0, as kwok never
-// does on its own here.
+// finishLauncher ends job's running launcher pod with exit code 0, as kwok
+// never does on its own here.
 func finishLauncher(t *testing.T, job *v2beta1.MPIJob) {
 	t.Helper()
+	endLauncher(t, job, corev1.PodSucceeded, 0, "Completed")
+}
+
+// endLauncher ends job's running launcher pod: it takes the phase given,
+// its container terminated with exitCode and reason, through the pod's
+// status as the kubelet would write it. It returns the pod as it was.
+func endLauncher(t *testing.T, job *v2beta1.MPIJob, phase corev1.PodPhase, exitCode int32, reason string) corev1.Pod {
+	t.Helper()
 	for _, p := range jobPods(t, job) {
-		if p.Labels[labelJobRole] != "launcher" {
+		if p.Labels[labelJobRole] != "launcher" || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 			continue
 		}
-		p.Status.Phase = corev1.PodSucceeded
-		p.Status.Conditions = nil
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		ended := p.DeepCopy()
+		ended.Status.Phase = phase
+		ended.Status.Conditions = nil
+		ended.Status.ContainerStatuses = []corev1.ContainerStatus{{
 			Name: p.Spec.Containers[0].Name, Image: p.Spec.Containers[0].Image,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}},
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Reason: reason}},
 		}}
-		if _, err := suite.Kube.CoreV1().Pods(job.Namespace).UpdateStatus(context.Background(), &p, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("finishing launcher pod %s: %v", p.Name, err)
+		if _, err := suite.Kube.CoreV1().Pods(job.Namespace).UpdateStatus(context.Background(), ended, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("ending launcher pod %s (%s, exit code %d): %v", p.Name, phase, exitCode, err)
 		}
-		return
+		return p
 	}
-	t.Fatalf("%s has no launcher pod", job.Name)
+	t.Fatalf("%s has no running launcher pod", job.Name)
+	return corev1.Pod{}
 }
 
 func getJob(t *testing.T, job *v2beta1.MPIJob) *v2beta1.MPIJob {

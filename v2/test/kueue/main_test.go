@@ -1,7 +1,8 @@
 // Package kueue runs Kueue's own manager (sigs.k8s.io/kueue v0.12.3, built
 // by hack/kueue.sh) and the v2 controller against the local control plane
 // of hack/cluster-up.sh, and checks that Kueue admits suspended elastic
-// v2beta1 MPIJobs against a ClusterQueue's quota, one at a time.
+// v2beta1 MPIJobs against a ClusterQueue's quota, one at a time, and that
+// a job whose launcher retries stays PodsReady.
 //
 // Kueue's webhooks are not installed: the API server never calls them. The
 // tests create their jobs as Kueue's webhook would leave them, suspended
@@ -205,7 +206,11 @@ func startKueue(bin, dir, kubeconfig string) (*harness.Operator, error) {
 
 // kueueConfig is the manager's Configuration (config.kueue.x-k8s.io): the
 // MPIJob integration only, no leader election, no certificate management,
-// every server on the loopback, no visibility API server.
+// every server on the loopback, no visibility API server, and
+// waitForPodsReady on (with its default blockAdmission: no other job is
+// admitted while an admitted one is not PodsReady), so that a Workload's
+// PodsReady condition, which Kueue derives from the MPIJob's Running
+// condition, is kept.
 func kueueConfig(certDir string, ports []int) string {
 	return fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta1
 kind: Configuration
@@ -225,6 +230,9 @@ internalCertManagement:
 clientConnection:
   qps: 50
   burst: 100
+waitForPodsReady:
+  enable: true
+  timeout: 5m
 integrations:
   frameworks:
   - kubeflow.org/mpijob
