@@ -54,7 +54,6 @@ type MPIJobController struct {
 	// podGroups writes PodGroups; a field so that tests can stand in for
 	// volcano's client.
 	podGroups func(namespace string) volcanotyped.PodGroupInterface
-	synced    []cache.InformerSynced
 
 	// Base is the queue, the recorder, the engine and the rest of the
 	// machinery both operators run on.
