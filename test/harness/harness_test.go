@@ -254,6 +254,24 @@ func TestFreePorts(t *testing.T) {
 	}
 }
 
+func TestClaimPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := ClaimPort(port); err == nil {
+		t.Errorf("port %d was claimed while something listens on it", port)
+	}
+	ln.Close()
+	if err := ClaimPort(port); err != nil {
+		t.Errorf("port %d, free and unclaimed, was not claimed: %v", port, err)
+	}
+	if err := ClaimPort(port); err == nil {
+		t.Errorf("port %d was claimed twice", port)
+	}
+}
+
 func TestFmtDur(t *testing.T) {
 	for _, tt := range []struct {
 		d    time.Duration

@@ -113,11 +113,10 @@ func FreePorts(n int) ([]int, error) { return ClaimPorts(os.Getpid(), n) }
 // run of the harness (a suite, bench, chaos, the SDK's tests through
 // hack/freeports) started meanwhile takes them, even before they are bound.
 func ClaimPorts(owner, n int) ([]int, error) {
-	dir := filepath.Join(os.TempDir(), "mpi-operator-ports")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := portsDir()
+	if err != nil {
 		return nil, err
 	}
-	_ = os.Chmod(dir, 0o1777) // like /tmp: any user's runs claim ports here
 	var ports []int
 	first := mathrand.IntN(portLast - portFirst + 1)
 	for i := 0; i <= portLast-portFirst && len(ports) < n; i++ {
@@ -129,6 +128,32 @@ func ClaimPorts(owner, n int) ([]int, error) {
 		return nil, fmt.Errorf("no %d free ports in %d-%d", n, portFirst, portLast)
 	}
 	return ports, nil
+}
+
+// ClaimPort claims one given port for this process, as FreePorts claims
+// the ports it hands out, for a program that listens on a fixed port of its
+// own; it fails when another live process holds the claim, or when the port
+// does not bind. The claim lasts as long as the process.
+func ClaimPort(port int) error {
+	dir, err := portsDir()
+	if err != nil {
+		return err
+	}
+	if !claimPort(dir, port, os.Getpid()) {
+		return fmt.Errorf("port %d is claimed by a live process (%s) or in use", port, filepath.Join(dir, strconv.Itoa(port)))
+	}
+	return nil
+}
+
+// portsDir is where the claims live: a directory of the machine's
+// temporary directory, which any user's runs write.
+func portsDir() (string, error) {
+	dir := filepath.Join(os.TempDir(), "mpi-operator-ports")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	_ = os.Chmod(dir, 0o1777) // like /tmp: any user's runs claim ports here
+	return dir, nil
 }
 
 // claimPort claims a port for owner unless a live process has it, or it

@@ -25,13 +25,24 @@ import (
 // deleted (discover_hosts.sh is emptied first) and its PodGroup is deleted.
 // A job created suspended gets no pods and no launcher Job at all.
 
+// The messages of the Suspended condition, the upstream operator's word for
+// word, as are the other conditions' (Running's while suspended is
+// "MPIJob <ns>/<name> is suspended."): a condition whose message changes is
+// rewritten and announced, so a job that upstream's operator suspended or
+// resumed would otherwise get a new Suspended condition, and its event
+// again, from the takeover alone.
+const (
+	messageSuspended = "MPIJob suspended"
+	messageResumed   = "MPIJob resumed"
+)
+
 // reconcileSuspended stops a suspended job and records it.
 func (c *MPIJobController) reconcileSuspended(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, pods []*corev1.Pod, now metav1.Time) (time.Duration, error) {
-	msg := fmt.Sprintf("MPIJob %s/%s is suspended.", job.Namespace, job.Name)
 	// Suspended goes last, where kubectl's State column (the last
 	// condition) shows it.
-	setCondition(&job.Status, v2beta1.JobRunning, corev1.ConditionFalse, reasonSuspended, msg, now)
-	setCondition(&job.Status, v2beta1.JobSuspended, corev1.ConditionTrue, reasonSuspended, msg, now)
+	setCondition(&job.Status, v2beta1.JobRunning, corev1.ConditionFalse, reasonSuspended,
+		fmt.Sprintf("MPIJob %s/%s is suspended.", job.Namespace, job.Name), now)
+	setCondition(&job.Status, v2beta1.JobSuspended, corev1.ConditionTrue, reasonSuspended, messageSuspended, now)
 	removeCondition(&job.Status, conditionResizing)
 	job.Status.StartTime = nil
 
@@ -55,8 +66,7 @@ func (c *MPIJobController) reconcileSuspended(ctx context.Context, job *v2beta1.
 // anew, so its start time is now.
 func markResumed(job *v2beta1.MPIJob, now metav1.Time) {
 	if conditions.Has(job.Status.Conditions, v2beta1.JobSuspended) {
-		setCondition(&job.Status, v2beta1.JobSuspended, corev1.ConditionFalse, reasonResumed,
-			fmt.Sprintf("MPIJob %s/%s is resumed.", job.Namespace, job.Name), now)
+		setCondition(&job.Status, v2beta1.JobSuspended, corev1.ConditionFalse, reasonResumed, messageResumed, now)
 		job.Status.StartTime = &now
 	}
 	if job.Status.StartTime == nil {

@@ -270,3 +270,66 @@ func TestResumeElasticTakesNewIndices(t *testing.T) {
 		t.Errorf("pods (-want +got):\n%s", diff)
 	}
 }
+
+// upstreamConditions are conditions as the upstream operator words them,
+// "<type> <status> <reason> <message>" each, all set at testNow.
+func upstreamConditions(conds ...[4]string) []v2beta1.JobCondition {
+	at := metav1.NewTime(testNow)
+	out := make([]v2beta1.JobCondition, 0, len(conds))
+	for _, c := range conds {
+		out = append(out, v2beta1.JobCondition{Type: v2beta1.JobConditionType(c[0]), Status: corev1.ConditionStatus(c[1]),
+			Reason: c[2], Message: c[3], LastUpdateTime: at, LastTransitionTime: at})
+	}
+	return out
+}
+
+// TestUpstreamSuspensionTakenOver: a job that the upstream operator
+// suspended, or resumed, keeps the conditions it wrote once this operator
+// takes it over, and no event announces the suspension or the resume
+// again. (The status gains the replica selectors, which upstream's lacks.)
+func TestUpstreamSuspensionTakenOver(t *testing.T) {
+	t.Run("suspended", func(t *testing.T) {
+		job := storedJob(2, suspend(true))
+		job.Status.Conditions = upstreamConditions(
+			[4]string{"Created", "True", "MPIJobCreated", "MPIJob ns/job is created."},
+			[4]string{"Suspended", "True", "MPIJobSuspended", "MPIJob suspended"},
+			[4]string{"Running", "False", "MPIJobSuspended", "MPIJob ns/job is suspended."},
+		)
+		f := newFixture(t).start(job)
+		f.sync()
+		if diff := cmp.Diff(job.Status.Conditions, f.status().Conditions); diff != "" {
+			t.Errorf("conditions (-upstream's +after the sync):\n%s", diff)
+		}
+		if events := f.events(); len(events) > 0 {
+			t.Errorf("events %q", events)
+		}
+		f.step()
+		f.expectWrites()
+
+		// Resumed here, it says so in upstream's words too.
+		f.updateJob(suspend(false))
+		f.step()
+		if c := conditions.Find(f.status().Conditions, v2beta1.JobSuspended); c == nil ||
+			c.Status != corev1.ConditionFalse || c.Reason != reasonResumed || c.Message != "MPIJob resumed" {
+			t.Errorf("Suspended after the resume: %+v", c)
+		}
+	})
+	t.Run("resumed", func(t *testing.T) {
+		f := newFixture(t).start(storedJob(2))
+		runningJob(t, f, "job-worker-0", "job-worker-1")
+		j, err := f.mpi.KubeflowV2beta1().MPIJobs("ns").Get(f.ctx, "job", metav1.GetOptions{})
+		must(t, err)
+		j.Status.Conditions = upstreamConditions(
+			[4]string{"Created", "True", "MPIJobCreated", "MPIJob ns/job is created."},
+			[4]string{"Suspended", "False", "MPIJobResumed", "MPIJob resumed"},
+			[4]string{"Running", "True", "MPIJobRunning", "MPIJob ns/job is running."},
+		)
+		_, err = f.mpi.KubeflowV2beta1().MPIJobs("ns").UpdateStatus(f.ctx, j, metav1.UpdateOptions{})
+		must(t, err)
+		f.step()
+		f.expectWrites()
+		if events := f.events(); len(events) > 0 {
+			t.Errorf("events %q", events)
+		}
+	})
+}

@@ -70,7 +70,7 @@ const (
 func clearCluster(t *testing.T) {
 	t.Helper()
 	must(t, "delete", "crd", "mpijobs.kubeflow.org", "--ignore-not-found")
-	must(t, "delete", "namespace", jobsNS, upgradeNS, "kubeflow", "mpi-operator", "--ignore-not-found", "--timeout=3m")
+	must(t, "delete", "namespace", jobsNS, upgradeNS, takeoverNS, "kubeflow", "mpi-operator", "--ignore-not-found", "--timeout=3m")
 	must(t, "delete", "clusterrolebinding", "mpi-operator", "--ignore-not-found")
 	must(t, "delete", "clusterrole", "mpi-operator", "kubeflow-mpijobs-admin", "kubeflow-mpijobs-edit", "kubeflow-mpijobs-view", "--ignore-not-found")
 }
@@ -109,10 +109,7 @@ func installArgs(t *testing.T, ns string) []string {
 	if err := json.Unmarshal([]byte(out), &command); err != nil || !slices.Equal(command, []string{"/mpi-operator-v2"}) {
 		t.Fatalf("the Deployment's command is %s (%v), want [/mpi-operator-v2]", out, err)
 	}
-	out = must(t, "get", "deployment", "mpi-operator", "-n", ns, "-o", "jsonpath={.spec.template.spec.containers[0].args}")
-	if err := json.Unmarshal([]byte(out), &args); err != nil {
-		t.Fatalf("the Deployment's args %s: %v", out, err)
-	}
+	args = containerArgs(t, ns)
 	for i, a := range args {
 		a = strings.ReplaceAll(a, "$(POD_NAMESPACE)", ns)
 		if strings.HasPrefix(a, "--monitoring-port=") {
