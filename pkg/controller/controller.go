@@ -25,6 +25,7 @@ import (
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
 	mpischeme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
 	listers "github.com/kubeflow/mpi-operator/pkg/client/listers/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
@@ -193,7 +194,7 @@ func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
 		utilruntime.HandleError(err)
 		return
 	}
-	c.Enqueue(key, resized(oldObj, newObj))
+	c.Enqueue(key, engine.Resized(oldObj, newObj, desiredWorkers))
 }
 
 // handleObject enqueues the MPIJob that controls obj, if any.
@@ -242,9 +243,12 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 			c.runningSince.store(key, newPod.UID, c.Clock.Now())
 		}
 		settled := c.Expectations.Observe(key, newPod)
-		c.Enqueue(key, discoverabilityChanged(oldPod, newPod) || settled)
+		c.Enqueue(key, elastic.DiscoverabilityChanged(oldPod, newPod, isWorkerPod) || settled)
 	}
 }
+
+// isWorkerPod tells whether a pod of a job is one of its workers.
+func isWorkerPod(pod *corev1.Pod) bool { return pod.Labels[labelMPIRole] == roleWorker }
 
 func (c *MPIJobController) handlePodDelete(obj any) {
 	pod, ok := obj.(*corev1.Pod)
@@ -259,7 +263,7 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	if key, ok := ownerKey(pod); ok {
 		c.runningSince.take(key, pod.UID)
 		settled := c.Expectations.ObserveGone(key, pod.UID)
-		c.Enqueue(key, discoverabilityChanged(pod, nil) || settled)
+		c.Enqueue(key, elastic.DiscoverabilityChanged(pod, nil, isWorkerPod) || settled)
 	}
 }
 

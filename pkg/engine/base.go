@@ -93,12 +93,43 @@ func AddHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.
 }
 
 // Enqueue queues key, ahead of the keys queued without urgency when urgent.
+//
+// Urgent keys. Horovod asks discover_hosts.sh for hosts every second, so a
+// worker that turns Running, or stops being usable, and the victims of a
+// scale-in, should reach the script at once, while a burst of job creations
+// fills the queue for seconds. The controllers therefore queue a job
+// urgently on the events that change what its script may list: a worker
+// turning Running or ending, a drain mark, a change of the worker replicas,
+// in v2 an EndpointSlice of the job's Service, and the pod event that shows
+// the last of the controller's own pod changes the job's files waited for.
+// Urgent keys are handed out before all others, and UrgentWorkers workers
+// take urgent keys only.
+//
+// An urgent key runs the same sync as any other, through the same guards:
+// there is no second path. The queue hands a key to one worker at a time,
+// so only one sync of a job runs at once, and each sync sees the previous
+// one's writes through the expectations and the cache. A sync that creates
+// workers gives way between batches of creations once its own job was
+// queued urgently meanwhile (Engine.GiveWay): the next sync lists the worker
+// that turned Running, then goes on creating. A write that conflicted
+// because the cache was a moment behind is retried at the priority its key
+// had (reconcile.Settle).
 func (b *Base) Enqueue(key string, urgent bool) {
 	if urgent {
 		reconcile.AddUrgent(b.Queue, key)
 		return
 	}
 	b.Queue.Add(key)
+}
+
+// Resized tells whether a job update, from oldObj to newObj, changes the
+// worker replicas as replicas reads them from a job of type J, and with
+// them the victims of a scale-in or the workers of a scale-out: the update
+// is then urgent.
+func Resized[J any, R comparable](oldObj, newObj any, replicas func(J) R) bool {
+	oldJob, okOld := oldObj.(J)
+	newJob, okNew := newObj.(J)
+	return okOld && okNew && replicas(oldJob) != replicas(newJob)
 }
 
 // UrgentWorkers is how many workers run, beside the --threadiness workers

@@ -21,6 +21,7 @@ import (
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanolisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
@@ -184,7 +185,7 @@ func (c *MPIJobController) enqueueJob(obj any) {
 // replicas changed.
 func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
 	if m, ok := newObj.(metav1.Object); ok {
-		c.Enqueue(m.GetNamespace()+"/"+m.GetName(), resized(oldObj, newObj))
+		c.Enqueue(m.GetNamespace()+"/"+m.GetName(), engine.Resized(oldObj, newObj, specReplicas))
 	}
 }
 
@@ -245,7 +246,7 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 		return
 	}
 	oldPod, ok := oldObj.(*corev1.Pod)
-	c.observePod(newPod, ok && discoverabilityChanged(oldPod, newPod))
+	c.observePod(newPod, ok && elastic.DiscoverabilityChanged(oldPod, newPod, isWorker))
 }
 
 // observePod tells the expectations of pod, as it is now, and enqueues its
@@ -270,7 +271,7 @@ func (c *MPIJobController) handlePodGone(obj any) {
 	if key, ok := podJob(pod); ok {
 		c.Expectations.ObserveCreate(key, pod.Name)
 		settled := c.Expectations.ObserveGone(key, pod.UID)
-		c.Enqueue(key, discoverabilityChanged(pod, nil) || settled)
+		c.Enqueue(key, elastic.DiscoverabilityChanged(pod, nil, isWorker) || settled)
 	}
 }
 

@@ -47,7 +47,7 @@ func TestDiscoverabilityChanged(t *testing.T) {
 		{"launcher turns Running", launcherPending, launcher, false},
 	}
 	for _, tc := range cases {
-		if got := discoverabilityChanged(tc.old, tc.new); got != tc.want {
+		if got := elastic.DiscoverabilityChanged(tc.old, tc.new, isWorker); got != tc.want {
 			t.Errorf("%s: discoverabilityChanged = %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -194,16 +194,7 @@ func TestPodEventsAreUrgentWhenDiscoverabilityChanges(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			_, ctx := ktesting.NewTestContext(t)
-			c := f.newController(ctx)
-			tc.event(c)
-			if got := c.Queue.Len(); got != 1 {
-				t.Fatalf("the queue holds %d keys, want 1: every pod event queues its job", got)
-			}
-			if _, priority, _ := c.Queue.GetWithPriority(); priority != tc.want {
-				t.Errorf("queued at priority %d, want %d", priority, tc.want)
-			}
+			expectQueuedAt(t, tc.event, tc.want)
 		})
 	}
 }
@@ -246,16 +237,7 @@ func TestReplicaChangesAreUrgent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			_, ctx := ktesting.NewTestContext(t)
-			c := f.newController(ctx)
-			c.handleJobUpdate(old, tc.new)
-			if got := c.Queue.Len(); got != 1 {
-				t.Fatalf("the queue holds %d keys, want 1", got)
-			}
-			if _, priority, _ := c.Queue.GetWithPriority(); priority != tc.want {
-				t.Errorf("queued at priority %d, want %d", priority, tc.want)
-			}
+			expectQueuedAt(t, func(c *MPIJobController) { c.handleJobUpdate(old, tc.new) }, tc.want)
 		})
 	}
 }
@@ -313,5 +295,20 @@ func TestLauncherRefreshIsNoExpectation(t *testing.T) {
 	}
 	if !slices.Contains(writes(f.kubeClient.Actions()), patchPod("pi-launcher")) {
 		t.Error("the launcher is not told again once its hash is gone")
+	}
+}
+
+// expectQueuedAt checks that event, told to a new controller, queues one
+// job at priority want.
+func expectQueuedAt(t *testing.T, event func(*MPIJobController), want int) {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	c := newFixture(t).newController(ctx)
+	event(c)
+	if got := c.Queue.Len(); got != 1 {
+		t.Fatalf("the queue holds %d keys, want 1: the event queues its job", got)
+	}
+	if _, priority, _ := c.Queue.GetWithPriority(); priority != want {
+		t.Errorf("queued at priority %d, want %d", priority, want)
 	}
 }
