@@ -18,7 +18,8 @@ import (
 // binary needs.
 type KubeClients struct {
 	// Kube reads and writes the built-in types, in protobuf, which is
-	// cheaper to decode than JSON.
+	// cheaper to decode than JSON. The requests of urgent syncs spend a
+	// budget of their own (byPriority).
 	Kube kubernetes.Interface
 	// Events is the same API with a rate limiter of its own, so that a
 	// burst of events never holds up the controller's writes.
@@ -43,7 +44,12 @@ func NewKubeClients(cfg *rest.Config) (KubeClients, error) {
 	kcfg.ContentType = runtime.ContentTypeProtobuf
 	kcfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	var err error
-	if cs.Kube, err = kubernetes.NewForConfig(kcfg); err != nil {
+	// The requests of urgent syncs have a budget of their own.
+	main := rest.CopyConfig(kcfg)
+	if main.RateLimiter == nil && main.QPS > 0 {
+		main.RateLimiter = newByPriority(main.QPS, main.Burst)
+	}
+	if cs.Kube, err = kubernetes.NewForConfig(main); err != nil {
 		return cs, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
 	if cs.Events, err = kubernetes.NewForConfig(kcfg); err != nil {
