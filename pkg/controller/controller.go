@@ -213,8 +213,8 @@ func ownerKey(obj any) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	ref := metav1.GetControllerOf(meta)
-	if ref == nil || ref.Kind != kubeflow.Kind || !isKubeflowGroup(ref.APIVersion) {
+	ref := mpiJobController(meta)
+	if ref == nil {
 		return "", false
 	}
 	return meta.GetNamespace() + "/" + ref.Name, true

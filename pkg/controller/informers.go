@@ -93,7 +93,7 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 		pods: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
 			withLabel(labelMPIJobName)),
 		labelled: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
-			withLabel(labelApp), informers.WithTransform(trimConfigMap)),
+			withLabel(labelApp), informers.WithTransform(trimLabelled)),
 		rbac: informers.NewSharedInformerFactoryWithOptions(kubeClient, resyncNever, ns,
 			informers.WithTransform(trimRBAC)),
 		otherPods: metadatainformer.NewFilteredSharedInformerFactory(metaClient, resyncNever, cfg.Namespace,
@@ -173,7 +173,7 @@ func trimRBAC(obj any) (any, error) {
 		return obj, nil
 	}
 	m.SetManagedFields(nil)
-	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == kubeflow.Kind && isKubeflowGroup(ref.APIVersion) {
+	if controlledByMPIJob(m) {
 		return obj, nil
 	}
 	switch o := obj.(type) {
@@ -285,18 +285,41 @@ func keep(m map[string]string, keys []string) map[string]string {
 	return out
 }
 
-// trimConfigMap drops the data and annotations of ConfigMaps that no MPIJob
-// controls: the label filter lets through any ConfigMap labelled "app".
-func trimConfigMap(obj any) (any, error) {
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return trimManagedFields(obj)
+// trimLabelled trims what the informer of objects labelled "app" caches.
+// Its label filter lets through any ConfigMap or ServiceAccount so
+// labelled, a tenant's as well as a job's, and a tenant's may be large.
+// A ConfigMap that an MPIJob controls is kept whole but for its managed
+// fields: the controller reads its files and annotations, and updates it
+// from the cached copy. Of a ServiceAccount the controller reads only whose
+// it is (serviceAccountChild never updates one), and of any other object
+// only that its name is taken and by whom: both are kept as metadata, with
+// their labels.
+func trimLabelled(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		if controlledByMPIJob(o) {
+			o.ManagedFields = nil
+			return o, nil
+		}
+		return &corev1.ConfigMap{ObjectMeta: trimmedMeta(&o.ObjectMeta, o.Labels, nil)}, nil
+	case *corev1.ServiceAccount:
+		return &corev1.ServiceAccount{ObjectMeta: trimmedMeta(&o.ObjectMeta, o.Labels, nil)}, nil
 	}
-	cm.ManagedFields = nil
-	if ref := metav1.GetControllerOf(cm); ref == nil || ref.Kind != kubeflow.Kind {
-		cm.Data, cm.BinaryData, cm.Annotations = nil, nil, nil
+	return trimManagedFields(obj)
+}
+
+// controlledByMPIJob tells whether m's controller is an MPIJob of group
+// kubeflow.org: an MPIJob of another group is not this operator's.
+func controlledByMPIJob(m metav1.Object) bool { return mpiJobController(m) != nil }
+
+// mpiJobController is m's controller reference if it is an MPIJob of
+// group kubeflow.org, nil otherwise.
+func mpiJobController(m metav1.Object) *metav1.OwnerReference {
+	ref := metav1.GetControllerOf(m)
+	if ref == nil || ref.Kind != kubeflow.Kind || !isKubeflowGroup(ref.APIVersion) {
+		return nil
 	}
-	return cm, nil
+	return ref
 }
 
 // resyncNever documents that the informers have no periodic resync.

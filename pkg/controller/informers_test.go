@@ -91,34 +91,111 @@ func TestTrimPod(t *testing.T) {
 	}
 }
 
-func TestTrimConfigMap(t *testing.T) {
+func TestTrimLabelled(t *testing.T) {
 	job := defaulted(newTestJob("pi", 1))
-	ours := newConfigMap(job, elastic.Hosts{Desired: []string{"pi-worker-0"}}, elastic.State{})
-	ours.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}}
-	want := ours.DeepCopy()
-	want.ManagedFields = nil
-	got, err := trimConfigMap(ours)
-	if err != nil {
-		t.Fatal(err)
+	ctrl := ownerRefs(job)[0]
+	// An MPIJob of another group, with the job's name, is not this
+	// operator's.
+	otherGroup := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "MPIJob", Name: "pi", UID: "other-uid", Controller: ptr(true)}
+	notController := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "p-uid"}
+	created := metav1.Now()
+	meta := func(name string, refs ...metav1.OwnerReference) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: "ns", UID: "o-uid", ResourceVersion: "9",
+			CreationTimestamp: created, Labels: map[string]string{labelApp: "pi"}, OwnerReferences: refs}
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("an MPIJob's ConfigMap (-want +got):\n%s", diff)
+	full := func(name string, refs ...metav1.OwnerReference) metav1.ObjectMeta {
+		m := meta(name, refs...)
+		m.Labels["team"] = "ml"
+		m.Annotations = map[string]string{"notes": "long text"}
+		m.Generation = 2
+		m.Finalizers = []string{"f"}
+		m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+		return m
+	}
+	kept := func(name string, refs ...metav1.OwnerReference) metav1.ObjectMeta {
+		m := meta(name, refs...)
+		m.Labels["team"] = "ml"
+		return m
 	}
 
-	foreign := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "app-settings", Namespace: "ns", Labels: map[string]string{"app": "web"},
-			Annotations: map[string]string{"notes": "..."}},
-		Data:       map[string]string{"big": "..."},
-		BinaryData: map[string][]byte{"blob": {1, 2}},
+	ours := newConfigMap(job, elastic.Hosts{Desired: []string{"pi-worker-0"}}, elastic.State{})
+	ours.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}}
+	oursWant := ours.DeepCopy()
+	oursWant.ManagedFields = nil
+	cm := func(m metav1.ObjectMeta) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: m, Data: map[string]string{"big": "..."}, BinaryData: map[string][]byte{"blob": {1, 2}}}
 	}
-	got, err = trimConfigMap(foreign)
-	if err != nil {
-		t.Fatal(err)
+
+	ourSA := newLauncherServiceAccount(job)
+	ourSA.UID, ourSA.ResourceVersion = "sa-uid", "3"
+	ourSA.Annotations = map[string]string{"eks.amazonaws.com/role-arn": "arn"}
+	ourSA.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}}
+	ourSA.Secrets = []corev1.ObjectReference{{Name: "token"}}
+	ourSAWant := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns", UID: "sa-uid",
+		ResourceVersion: "3", Labels: map[string]string{labelApp: "pi"}, OwnerReferences: []metav1.OwnerReference{ctrl}}}
+	sa := func(m metav1.ObjectMeta) *corev1.ServiceAccount {
+		return &corev1.ServiceAccount{ObjectMeta: m, Secrets: []corev1.ObjectReference{{Name: "token"}},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}}, AutomountServiceAccountToken: ptr(false)}
 	}
-	if cm := got.(*corev1.ConfigMap); cm.Data != nil || cm.BinaryData != nil || cm.Annotations != nil || cm.Name != "app-settings" {
-		t.Errorf("a ConfigMap of no MPIJob keeps its data or annotations: %+v", cm)
+
+	cases := map[string]struct {
+		in   any
+		want any
+		// controlled: the cached object still tells that the job controls
+		// it, as reconcile.Ensure asks.
+		controlled bool
+	}{
+		"the job's ConfigMap is kept whole": {in: ours, want: oursWant, controlled: true},
+		"a tenant's ConfigMap keeps its metadata": {
+			in:   cm(full("pi-config")),
+			want: &corev1.ConfigMap{ObjectMeta: kept("pi-config")},
+		},
+		"a ConfigMap of an MPIJob of another group keeps its metadata": {
+			in:   cm(full("pi-config", notController, otherGroup)),
+			want: &corev1.ConfigMap{ObjectMeta: kept("pi-config", otherGroup)},
+		},
+		"a ConfigMap the job owns but does not control keeps its metadata": {
+			in:   cm(full("pi-config", metav1.OwnerReference{APIVersion: ctrl.APIVersion, Kind: ctrl.Kind, Name: ctrl.Name, UID: ctrl.UID})),
+			want: &corev1.ConfigMap{ObjectMeta: kept("pi-config")},
+		},
+		"the job's ServiceAccount keeps its metadata": {in: ourSA, want: ourSAWant, controlled: true},
+		"a tenant's ServiceAccount keeps its metadata": {
+			in:   sa(full("pi-launcher", notController)),
+			want: &corev1.ServiceAccount{ObjectMeta: kept("pi-launcher")},
+		},
+		"a ServiceAccount of an MPIJob of another group keeps its metadata": {
+			in:   sa(full("pi-launcher", otherGroup)),
+			want: &corev1.ServiceAccount{ObjectMeta: kept("pi-launcher", otherGroup)},
+		},
+		"another kind loses its managed fields only": {
+			in:   &corev1.Secret{ObjectMeta: full("pi-secret"), Data: map[string][]byte{"k": {1}}},
+			want: &corev1.Secret{ObjectMeta: func() metav1.ObjectMeta { m := full("pi-secret"); m.ManagedFields = nil; return m }(), Data: map[string][]byte{"k": {1}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := trimLabelled(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("cached object (-want +got):\n%s", diff)
+			}
+			if m, ok := got.(metav1.Object); !ok || metav1.IsControlledBy(m, job) != tc.controlled {
+				t.Errorf("the cached object is controlled by the job: %v, want %v", ok && metav1.IsControlledBy(m, job), tc.controlled)
+			}
+		})
+	}
+
+	// The cache keeps no more of the job's ServiceAccount than its
+	// metadata: the controller must never update one from it, which would
+	// write back a ServiceAccount without its secrets and annotations.
+	cached, _ := trimLabelled(ourSA.DeepCopy())
+	if _, changed := (&MPIJobController{}).serviceAccountChild().Merge(cached.(*corev1.ServiceAccount), newLauncherServiceAccount(job)); changed {
+		t.Error("the ServiceAccount child merges into the cached ServiceAccount, which keeps only its metadata")
 	}
 }
+
 func TestTrimRBAC(t *testing.T) {
 	job := defaulted(newTestJob("pi", 2))
 	ours := newLauncherRole(job, []string{"pi-worker-0", "pi-worker-1"})
@@ -155,6 +232,15 @@ func TestTrimRBAC(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantForeign, got); diff != "" {
 		t.Errorf("a Role of someone else (-want +got):\n%s", diff)
+	}
+	// An MPIJob of another group is someone else's too.
+	otherGroup := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "MPIJob", Name: "pi", UID: "other-uid", Controller: ptr(true)}
+	foreign = &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns",
+		OwnerReferences: []metav1.OwnerReference{otherGroup}}, Rules: ours.Rules}
+	got, _ = trimRBAC(foreign)
+	if diff := cmp.Diff(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns",
+		OwnerReferences: []metav1.OwnerReference{otherGroup}}}, got); diff != "" {
+		t.Errorf("a Role of an MPIJob of another group (-want +got):\n%s", diff)
 	}
 	bare := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "admins", Namespace: "ns"},
 		Subjects: []rbacv1.Subject{{Kind: "Group", Name: "admins"}}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "admin"}}

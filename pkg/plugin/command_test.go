@@ -221,6 +221,29 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestUnknownFormatSendsNothing: an output format no printer knows is
+// refused before any request, so that submit creates no job it cannot
+// print.
+func TestUnknownFormatSendsNothing(t *testing.T) {
+	for _, args := range [][]string{
+		{"submit", "x", "--image", "img", "-o", "xml", "--", "python"},
+		{"get", "demo", "-o", "xml"},
+		{"list", "-o", "xml"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			kube, mpi := fixture()
+			_, err := run(t, kube, mpi, args...)
+			if err == nil || !strings.Contains(err.Error(), `"xml"`) {
+				t.Errorf("error = %v, want the format refused", err)
+			}
+			if actions := append(kube.Actions(), mpi.Actions()...); len(actions) > 0 {
+				t.Errorf("%d requests sent before the format was refused, the first %s %s",
+					len(actions), actions[0].GetVerb(), actions[0].GetResource().Resource)
+			}
+		})
+	}
+}
+
 func TestDelete(t *testing.T) {
 	kube, mpi := fixture()
 	out, err := run(t, kube, mpi, "delete", "demo")

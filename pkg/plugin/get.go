@@ -40,6 +40,15 @@ func (o *outputFlags) table() (table, wide bool) {
 	return format == "" || format == "wide", format == "wide"
 }
 
+// check refuses a format that no printer knows, before anything is read.
+func (o *outputFlags) check() error {
+	if table, _ := o.table(); table {
+		return nil
+	}
+	_, err := o.print.ToPrinter()
+	return err
+}
+
 // printObject prints obj with the chosen cli-runtime printer.
 func (o *outputFlags) printObject(obj runtime.Object, out io.Writer) error {
 	p, err := o.print.ToPrinter()
@@ -88,6 +97,9 @@ discover_hosts.sh, and how long each has run.`,
 }
 
 func runList(ctx context.Context, env *Env, out *outputFlags, allNamespaces bool) error {
+	if err := out.check(); err != nil {
+		return err
+	}
 	c, err := env.Clients()
 	if err != nil {
 		return err
@@ -196,6 +208,9 @@ printed again on every change until the job is deleted or you interrupt it.`,
 }
 
 func runGet(ctx context.Context, env *Env, out *outputFlags, name string, watch bool) error {
+	if err := out.check(); err != nil {
+		return err
+	}
 	c, err := env.Clients()
 	if err != nil {
 		return err

@@ -71,6 +71,16 @@ func runSubmit(cmd *cobra.Command, env *Env, req JobRequest, dryRun string, prin
 	if dryRun != "none" && dryRun != "client" && dryRun != "server" {
 		return fmt.Errorf(`invalid --dry-run %q: must be "none", "client" or "server"`, dryRun)
 	}
+	if dryRun != "none" {
+		if err := printFlags.Complete("%s (" + dryRun + " dry run)"); err != nil {
+			return err
+		}
+	}
+	// A format the printers do not know is refused before the job is sent.
+	printer, err := printFlags.ToPrinter()
+	if err != nil {
+		return err
+	}
 	c, err := env.Clients()
 	if err != nil {
 		return err
@@ -80,11 +90,6 @@ func runSubmit(cmd *cobra.Command, env *Env, req JobRequest, dryRun string, prin
 	if err != nil {
 		return err
 	}
-	if dryRun != "none" {
-		if err := printFlags.Complete("%s (" + dryRun + " dry run)"); err != nil {
-			return err
-		}
-	}
 	if dryRun != "client" {
 		opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
 		if dryRun == "server" {
@@ -93,10 +98,6 @@ func runSubmit(cmd *cobra.Command, env *Env, req JobRequest, dryRun string, prin
 		if job, err = c.MPI.KubeflowV1().MPIJobs(c.Namespace).Create(cmd.Context(), job, opts); err != nil {
 			return err
 		}
-	}
-	printer, err := printFlags.ToPrinter()
-	if err != nil {
-		return err
 	}
 	if dryRun == "client" {
 		// A job not sent has no status: leave it out, so that the output

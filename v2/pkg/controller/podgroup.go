@@ -46,17 +46,19 @@ func newVolcanoPodGroup(job *v2beta1.MPIJob) *volcanov1beta1.PodGroup {
 
 // newSchedulerPluginsPodGroup asks the coscheduling plugin to start at
 // least minMember of the job's pods together, giving up on the gang after
-// the scheduling policy's timeout.
+// the scheduling policy's timeout; without one, the timeout is 0, the
+// plugin's default, written out as upstream's operator writes it.
 func newSchedulerPluginsPodGroup(job *v2beta1.MPIJob) *schedv1alpha1.PodGroup {
 	minMember := podGroupMinMember(job)
 	pg := &schedv1alpha1.PodGroup{
 		ObjectMeta: childMeta(job, podGroupName(job)),
 		Spec: schedv1alpha1.PodGroupSpec{
-			MinMember:    minMember,
-			MinResources: podGroupMinResources(job, minMember),
+			MinMember:              minMember,
+			MinResources:           podGroupMinResources(job, minMember),
+			ScheduleTimeoutSeconds: ptr[int32](0),
 		},
 	}
-	if sp := job.Spec.RunPolicy.SchedulingPolicy; sp != nil {
+	if sp := job.Spec.RunPolicy.SchedulingPolicy; sp != nil && sp.ScheduleTimeoutSeconds != nil {
 		pg.Spec.ScheduleTimeoutSeconds = clonePtr(sp.ScheduleTimeoutSeconds)
 	}
 	return pg

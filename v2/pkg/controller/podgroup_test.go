@@ -156,7 +156,7 @@ func TestPodGroupSize(t *testing.T) {
 			}
 			wantPlugins := &schedv1alpha1.PodGroup{
 				ObjectMeta: testChildMeta("job"),
-				Spec:       schedv1alpha1.PodGroupSpec{MinMember: tc.wantMinMember, MinResources: tc.wantResources},
+				Spec:       schedv1alpha1.PodGroupSpec{MinMember: tc.wantMinMember, MinResources: tc.wantResources, ScheduleTimeoutSeconds: ptr[int32](0)},
 			}
 			if diff := cmp.Diff(wantPlugins, newSchedulerPluginsPodGroup(job)); diff != "" {
 				t.Errorf("newSchedulerPluginsPodGroup (-want +got):\n%s", diff)
@@ -232,5 +232,16 @@ func TestSchedulerPluginsPodGroupTimeout(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, newSchedulerPluginsPodGroup(job)); diff != "" {
 		t.Errorf("newSchedulerPluginsPodGroup (-want +got):\n%s", diff)
+	}
+
+	// Without a timeout in the scheduling policy (or without a policy),
+	// the PodGroup says 0, as upstream's operator writes it: the plugin's
+	// own default.
+	for _, sp := range []*v2beta1.SchedulingPolicy{nil, {MinAvailable: ptr[int32](2)}} {
+		job := newTestJob(2, func(j *v2beta1.MPIJob) { j.Spec.RunPolicy.SchedulingPolicy = sp })
+		got := newSchedulerPluginsPodGroup(job).Spec.ScheduleTimeoutSeconds
+		if got == nil || *got != 0 {
+			t.Errorf("scheduleTimeoutSeconds with the scheduling policy %+v: %v, want 0", sp, got)
+		}
 	}
 }

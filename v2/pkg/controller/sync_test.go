@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -219,6 +221,34 @@ func TestLauncherJobOutcome(t *testing.T) {
 			// cleanPodPolicy None: the finished job keeps its workers.
 			f.step()
 			f.expectWrites()
+		})
+	}
+}
+
+// TestUnsetWorkerReplicasMeanOne pins what a Worker spec without replicas
+// means here: one worker, in the pods, the files and the elastic bounds.
+// Upstream's operator defaults it to 0 and then refuses the job (v2/README.md
+// lists the difference).
+func TestUnsetWorkerReplicasMeanOne(t *testing.T) {
+	for _, elastic := range []bool{false, true} {
+		t.Run(fmt.Sprintf("elastic=%t", elastic), func(t *testing.T) {
+			job := storedJob(2, func(j *v2beta1.MPIJob) {
+				j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].Replicas = nil
+				if elastic {
+					withElastic(1, 3)(j)
+				}
+			})
+			f := newFixture(t).start(job)
+			f.sync()
+			if got := f.podNames(); !slices.Equal(got, []string{"job-worker-0"}) {
+				t.Errorf("worker pods %v, want [job-worker-0]", got)
+			}
+			if hostfile, _ := f.files(); hostfile != "job-worker-0.job.ns.svc slots=1\n" {
+				t.Errorf("hostfile %q, want job-worker-0 alone", hostfile)
+			}
+			if f.condition(v2beta1.JobFailed) != "" || f.launcherJob() == nil {
+				t.Errorf("the job failed (%q) or has no launcher Job", f.condition(v2beta1.JobFailed))
+			}
 		})
 	}
 }

@@ -58,7 +58,9 @@ var tkRunning = []string{tkPi, tkAsWorker, tkWaitReady}
 // operator with the same arguments. No child of upstream's may be
 // replaced; the jobs must then be this operator's to run: a deleted
 // worker comes back, a job suspends and resumes, the job created suspended
-// resumes with upstream's launcher Job, and jobs scale.
+// resumes with upstream's launcher Job, and jobs scale. On the way, the
+// Parity step creates the same jobs afresh under this operator and
+// compares every child with upstream's (parity_test.go).
 //
 // There is no scheduler-plugins scheduler here: upstream's operator names
 // the gang scheduler as the pods' schedulerName, so the test runs a second
@@ -79,6 +81,7 @@ func TestTakeover(t *testing.T) {
 		{"UpstreamJobs", tk.upstreamJobs},
 		{"Handover", tk.handover},
 		{"Adopted", tk.adopted},
+		{"Parity", tk.parity},
 		{"WorkerRecreated", tk.workerRecreated},
 		{"SuspendResume", tk.suspendResume},
 		{"ResumeUpstreamSuspended", tk.resumeUpstreamSuspended},
@@ -104,6 +107,9 @@ type takeover struct {
 	// them; conditions are the jobs' conditions then, as JSON.
 	before     objects
 	conditions map[string]string
+	// upstreamSnapshot is what upstream's operator made of the jobs,
+	// normalised for the comparison of the Parity step.
+	upstreamSnapshot snapshot
 }
 
 func (tk *takeover) cleanup(t *testing.T) {
@@ -116,7 +122,7 @@ func (tk *takeover) cleanup(t *testing.T) {
 		}
 	}
 	running = nil
-	if _, err := kubectl("delete", "namespace", takeoverNS, "--ignore-not-found", "--wait=false"); err != nil {
+	if _, err := kubectl("delete", "namespace", takeoverNS, parityNS, "--ignore-not-found", "--wait=false"); err != nil {
 		t.Log(err)
 	}
 }
@@ -229,26 +235,15 @@ func (tk *takeover) startUpstream(t *testing.T) {
 // made every child and the pods run, then records every object of the
 // namespace.
 func (tk *takeover) upstreamJobs(t *testing.T) {
-	must(t, "create", "--validate=strict", "-n", takeoverNS, "-f", filepath.Join(tk.module, "examples", "v2beta1", "pi", "pi.yaml"))
-	createYAML(t, takeoverJob(tkAsWorker, "  runLauncherAsWorker: true\n"))
-	createYAML(t, takeoverJob(tkWaitReady, "  launcherCreationPolicy: WaitForWorkersReady\n"))
-	createYAML(t, takeoverJob(tkSuspended, "  runPolicy:\n    suspend: true\n"))
-
-	for _, name := range tkRunning {
-		waitJobState(t, name, "upstream's operator to run "+name, func(j *job, objs objects) string {
-			if j.is["Running"] != "True" {
-				return "not Running"
-			}
-			return objs.runningChildren(name, 2)
-		})
-	}
-	waitJobState(t, tkSuspended, "upstream's operator to hold "+tkSuspended+" suspended", func(j *job, objs objects) string {
-		if j.is["Suspended"] != "True" {
-			return "not Suspended"
-		}
+	createTakeoverJobs(t, tk.module, takeoverNS)
+	waitTakeoverJobs(t, takeoverNS, "upstream's operator")
+	// Upstream's operator makes the children of a job created suspended,
+	// its launcher Job suspended; this one does not (v2/README.md).
+	waitJobState(t, tkSuspended, "upstream's operator to make the children of "+tkSuspended, func(_ *job, objs objects) string {
 		return objs.suspendedChildren(tkSuspended)
 	})
 	tk.before = inventory(t)
+	tk.upstreamSnapshot = takeSnapshot(t, takeoverNS)
 	tk.conditions = jobConditions(t)
 	for _, name := range append(tkRunning, tkSuspended) {
 		j, err := getJob(takeoverNS, name)
@@ -476,6 +471,40 @@ func (tk *takeover) scaleElastic(t *testing.T) {
 	}
 }
 
+// createTakeoverJobs creates the jobs of the takeover in ns: upstream's
+// pi example from its module dir, and the others of takeoverJob.
+func createTakeoverJobs(t *testing.T, module, ns string) {
+	t.Helper()
+	must(t, "create", "--validate=strict", "-n", ns, "-f", filepath.Join(module, "examples", "v2beta1", "pi", "pi.yaml"))
+	createYAML(t, takeoverJob(ns, tkAsWorker, "  runLauncherAsWorker: true\n"))
+	createYAML(t, takeoverJob(ns, tkWaitReady, "  launcherCreationPolicy: WaitForWorkersReady\n"))
+	createYAML(t, takeoverJob(ns, tkSuspended, "  runPolicy:\n    suspend: true\n"))
+}
+
+// waitTakeoverJobs waits until the operator (who, for messages) runs the
+// jobs of createTakeoverJobs in ns with every child, and holds the
+// suspended one suspended with no pod nor PodGroup.
+func waitTakeoverJobs(t *testing.T, ns, who string) {
+	t.Helper()
+	for _, name := range tkRunning {
+		waitJobStateIn(t, ns, name, who+" to run "+name, func(j *job, objs objects) string {
+			if j.is["Running"] != "True" {
+				return "not Running"
+			}
+			return objs.runningChildren(name, 2)
+		})
+	}
+	waitJobStateIn(t, ns, tkSuspended, who+" to hold "+tkSuspended+" suspended", func(j *job, objs objects) string {
+		if j.is["Suspended"] != "True" {
+			return "not Suspended"
+		}
+		if pods := objs.podsOf(tkSuspended); len(pods) > 0 || objs.get("PodGroup", tkSuspended) != nil {
+			return fmt.Sprintf("pods %v or a PodGroup", pods)
+		}
+		return ""
+	})
+}
+
 // jobConditions are the conditions of the jobs, as JSON, by job.
 func jobConditions(t *testing.T) map[string]string {
 	t.Helper()
@@ -486,10 +515,10 @@ func jobConditions(t *testing.T) map[string]string {
 	return out
 }
 
-// takeoverJob is a job of two workers of upstream's pi image in
-// takeoverNS; spec holds more lines of its spec.
-func takeoverJob(name, spec string) string {
-	return upstream.JobManifest("kubeflow.org/v2beta1", takeoverNS, name, upstream.V2Image,
+// takeoverJob is a job of two workers of upstream's pi image in ns; spec
+// holds more lines of its spec.
+func takeoverJob(ns, name, spec string) string {
+	return upstream.JobManifest("kubeflow.org/v2beta1", ns, name, upstream.V2Image,
 		"  sshAuthMountPath: /home/mpiuser/.ssh\n"+spec)
 }
 
@@ -501,16 +530,22 @@ func patchSuspend(t *testing.T, name string, suspend bool) {
 
 func ptrTrue(b *bool) bool { return b != nil && *b }
 
-// waitJobState waits until check, given the job and the namespace's
-// objects, reports nothing missing ("").
+// waitJobState waits until check, given the job and the objects of
+// takeoverNS, reports nothing missing ("").
 func waitJobState(t *testing.T, name, what string, check func(*job, objects) string) {
 	t.Helper()
+	waitJobStateIn(t, takeoverNS, name, what, check)
+}
+
+// waitJobStateIn is waitJobState for a job of ns.
+func waitJobStateIn(t *testing.T, ns, name, what string, check func(*job, objects) string) {
+	t.Helper()
 	harness.Eventually(t, poll, settle, what, func() (bool, string) {
-		j, err := getJob(takeoverNS, name)
+		j, err := getJob(ns, name)
 		if err != nil {
 			return false, err.Error()
 		}
-		objs, err := listObjects()
+		objs, err := listObjectsIn(ns)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -545,11 +580,14 @@ type objects map[string]*object
 // directly or through the launcher Job.
 const takeoverKinds = "services,secrets,configmaps,jobs.batch,pods,podgroups.scheduling.x-k8s.io"
 
-func listObjects() (objects, error) {
+func listObjects() (objects, error) { return listObjectsIn(takeoverNS) }
+
+// listObjectsIn lists the objects of takeoverKinds in ns.
+func listObjectsIn(ns string) (objects, error) {
 	var list struct {
 		Items []json.RawMessage `json:"items"`
 	}
-	out, err := kubectl("get", takeoverKinds, "-n", takeoverNS, "-o", "json")
+	out, err := kubectl("get", takeoverKinds, "-n", ns, "-o", "json")
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ const (
 func clearCluster(t *testing.T) {
 	t.Helper()
 	must(t, "delete", "crd", "mpijobs.kubeflow.org", "--ignore-not-found")
-	must(t, "delete", "namespace", jobsNS, upgradeNS, takeoverNS, "kubeflow", "mpi-operator", "--ignore-not-found", "--timeout=3m")
+	must(t, "delete", "namespace", jobsNS, upgradeNS, takeoverNS, parityNS, "kubeflow", "mpi-operator", "--ignore-not-found", "--timeout=3m")
 	must(t, "delete", "clusterrolebinding", "mpi-operator", "--ignore-not-found")
 	must(t, "delete", "clusterrole", "mpi-operator", "kubeflow-mpijobs-admin", "kubeflow-mpijobs-edit", "kubeflow-mpijobs-view", "--ignore-not-found")
 }
