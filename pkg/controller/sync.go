@@ -58,6 +58,9 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 		requeue, err = c.reconcile(ctx, obs, exit, now)
 	}
 	updateBlocked(&job.Status, err, now)
+	if c.GivingWay(key) {
+		return requeue, err
+	}
 	if c.StatusWrites.Unseen(key, shared.ResourceVersion) {
 		// The cache does not show the last status write yet; the job's
 		// update event brings it back.
@@ -125,7 +128,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 	}
 	// Workers planned despite an error (the names that pods of someone
 	// else's hold block the others only) are created; the launcher waits.
-	if err != nil {
+	if err != nil || acted.GaveWay {
 		return 0, err
 	}
 	if acted.Settled && acted.Written && launcher == nil && len(plan.InTheWay) == 0 {

@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -107,14 +109,18 @@ func TestWorkersAreListedWhileOthersAreCreated(t *testing.T) {
 
 // TestCreationsGiveWayToAnUrgentChange: a sync that creates many workers
 // stops between batches once its job is queued urgently (a worker turned
-// Running), and the job comes back at once, urgently, for the sync that
-// lists it; without that change every planned creation goes out.
+// Running), writes neither its deletions nor its status, and the job comes
+// back at once, urgently, for the sync that lists it; without that change
+// every planned creation goes out and the status is written.
 func TestCreationsGiveWayToAnUrgentChange(t *testing.T) {
 	for _, urgent := range []bool{false, true} {
 		t.Run(fmt.Sprintf("urgent=%v", urgent), func(t *testing.T) {
 			f := newFixture(t)
 			job := runningJob(f, 1)
 			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](20)
+			// A status whose Created condition is missing is written at
+			// once (not held back as a change of the counts only).
+			job.Status.Conditions = job.Status.Conditions[1:]
 			ctx, c := f.readyController(nil)
 			key := jobKey(job)
 			created := 0
@@ -126,13 +132,21 @@ func TestCreationsGiveWayToAnUrgentChange(t *testing.T) {
 				return false, nil, nil
 			})
 			c.Queue.Add(key)
-			c.ProcessNext(ctx, c.syncHandler)
+			c.ProcessNext(ctx, func(ctx context.Context, key string) (time.Duration, error) {
+				d, err := c.syncHandler(ctx, key)
+				t.Logf("DBG %v %v %v", d, err, c.GivingWay(key))
+				return d, err
+			})
 			want := 19
 			if urgent {
 				want = 1
 			}
 			if created != want {
 				t.Errorf("%d workers created, want %d", created, want)
+			}
+			statusWritten := slices.Contains(writes(f.mpiClient.Actions()), statusUpdate())
+			if statusWritten == urgent {
+				t.Errorf("status written: %v, want %v", statusWritten, !urgent)
 			}
 			queued, priority, _ := -1, 0, false
 			if c.Queue.Len() == 1 {

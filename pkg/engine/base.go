@@ -108,10 +108,13 @@ func AddHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.
 // An urgent key runs the same sync as any other, through the same guards:
 // there is no second path. The queue hands a key to one worker at a time,
 // so only one sync of a job runs at once, and each sync sees the previous
-// one's writes through the expectations and the cache. A sync that creates
-// workers gives way between batches of creations once its own job was
-// queued urgently meanwhile (Engine.GiveWay): the next sync lists the worker
-// that turned Running, then goes on creating. A write that conflicted
+// one's writes through the expectations and the cache. Once its files are
+// written, a sync whose own job was queued urgently meanwhile gives way at
+// its next step (Engine.GiveWay, GivingWay): it creates no more, deletes
+// nothing and leaves its status unwritten, and the sync that change asks
+// for runs next, lists the worker that turned Running, and carries on with
+// the whole of what is left. Without that, a worker turning Running waited
+// for every write of its job's sync in flight. A write that conflicted
 // because the cache was a moment behind is retried at the priority its key
 // had (reconcile.Settle).
 func (b *Base) Enqueue(key string, urgent bool) {
@@ -121,6 +124,11 @@ func (b *Base) Enqueue(key string, urgent bool) {
 	}
 	b.Queue.Add(key)
 }
+
+// GivingWay tells whether the sync of key should write nothing more, its
+// status included: the job was queued urgently meanwhile, and the sync
+// that change asks for, next, writes the whole of it.
+func (b *Base) GivingWay(key string) bool { return b.Queue.UrgentAgain(key) }
 
 // Resized tells whether a job update, from oldObj to newObj, changes the
 // worker replicas as replicas reads them from a job of type J, and with

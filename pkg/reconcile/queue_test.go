@@ -7,11 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
 // newTestQueue returns a queue whose retries come after backoff.
@@ -263,5 +267,60 @@ func TestQueueShutsDownTwice(t *testing.T) {
 	q.ShutDown()
 	if _, shutdown := q.Get(); !shutdown {
 		t.Error("Get after ShutDown hands out a key")
+	}
+}
+
+// waitSamples reads the count and sum of the queue wait observed for a
+// priority and a cause.
+func waitSamples(t *testing.T, queue, cause string) (uint64, float64) {
+	t.Helper()
+	m := &dto.Metric{}
+	if err := metrics.QueueWaitSeconds.WithLabelValues(queue, cause).(prometheus.Metric).Write(m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// TestQueueWaitIsObserved: each key handed out observes how long it
+// waited, by its priority, and whether its own job's sync held it: an
+// urgent add made during that sync counts from the add to the hand-out
+// after Done; a plain key moved up counts from its urgent add.
+func TestQueueWaitIsObserved(t *testing.T) {
+	const hold = 200 * time.Millisecond
+	type sample struct{ queue, cause string }
+	before := map[sample]uint64{}
+	sums := map[sample]float64{}
+	for _, s := range []sample{{"main", "queue"}, {"urgent", "queue"}, {"urgent", "own_sync"}} {
+		before[s], sums[s] = waitSamples(t, s.queue, s.cause)
+	}
+	q := NewQueue()
+	defer q.ShutDown()
+
+	q.Add("ns/plain")
+	q.Get()
+	AddUrgent(q, "ns/urgent")
+	key, _ := q.Get()
+	AddUrgent(q, key)
+	time.Sleep(hold)
+	q.Done(key)
+	q.Get()
+	q.Add("ns/moved")
+	time.Sleep(hold)
+	AddUrgent(q, "ns/moved")
+	q.Get()
+
+	want := map[sample]uint64{{"main", "queue"}: 1, {"urgent", "queue"}: 2, {"urgent", "own_sync"}: 1}
+	for s, n := range want {
+		count, sum := waitSamples(t, s.queue, s.cause)
+		if count-before[s] != n {
+			t.Errorf("%v: %d samples, want %d", s, count-before[s], n)
+		}
+		waited := time.Duration((sum - sums[s]) * float64(time.Second))
+		switch {
+		case s.cause == "own_sync" && waited < hold:
+			t.Errorf("%v: waited %v, less than the sync it waited for (%v)", s, waited, hold)
+		case s.cause == "queue" && waited >= hold:
+			t.Errorf("%v: waited %v, counted from before the urgent add", s, waited)
+		}
 	}
 }
