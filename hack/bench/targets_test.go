@@ -117,7 +117,7 @@ func TestSyncCount(t *testing.T) {
 mpi_operator_sync_duration_seconds_bucket{queue="main",le="0.001"} 3
 mpi_operator_sync_duration_seconds_sum{queue="main"} 0.5
 mpi_operator_sync_duration_seconds_count{queue="main"} 120
-mpi_operator_sync_duration_seconds_count{queue="discovery"} 30
+mpi_operator_sync_duration_seconds_count{queue="urgent"} 30
 mpi_operator_sync_duration_seconds_counter_other 7
 `, 150, true},
 		{"mpi_operator_sync_duration_seconds_count 4\n", 4, true},

@@ -59,7 +59,7 @@ func trimJob(obj any) (any, error) {
 // through another API version and is left alone.
 func (c *MPIJobController) warnForeignJob(job *kubeflow.MPIJob) {
 	v, _ := foreignAPIVersion(job)
-	c.recorder.Eventf(job, corev1.EventTypeWarning, eventUnsupportedAPIVersion,
+	c.Recorder.Eventf(job, corev1.EventTypeWarning, eventUnsupportedAPIVersion,
 		"MPIJob %s/%s was written through %s; this operator runs %s MPIJobs and leaves it alone. "+
 			"Run it with an operator of %s, or create it again through %s",
 		job.Namespace, job.Name, v, kubeflow.SchemeGroupVersion, v, kubeflow.SchemeGroupVersion)

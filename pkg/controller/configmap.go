@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
@@ -13,10 +12,10 @@ import (
 )
 
 // syncConfigMap writes the job's /etc/mpi files and bookkeeping, if they
-// changed, through w. How often a job's files may be written is the
+// changed. How often a job's files may be written is the
 // engine's to say (engine.Pace).
-func (c *MPIJobController) syncConfigMap(ctx context.Context, w writePath, job *kubeflow.MPIJob, hosts elastic.Hosts, state elastic.State) (*corev1.ConfigMap, error) {
-	return reconcile.Ensure(ctx, owner(job), c.configMapChild(w.kube, job), newConfigMap(job, hosts, state))
+func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJob, hosts elastic.Hosts, state elastic.State) (*corev1.ConfigMap, error) {
+	return reconcile.Ensure(ctx, owner(job), c.configMapChild(job), newConfigMap(job, hosts, state))
 }
 
 // recordedState reads the bookkeeping from the job's ConfigMap; the zero
@@ -29,14 +28,14 @@ func (c *MPIJobController) recordedState(job *kubeflow.MPIJob) elastic.State {
 	return elastic.ParseState(cm.Annotations)
 }
 
-// configMapChild writes through client; an elastic job's hostfile that
+// configMapChild is the job's ConfigMap as a child; an elastic job's hostfile that
 // only gains hosts waits for the next write (elastic.MergeElasticFiles).
-func (c *MPIJobController) configMapChild(client kubernetes.Interface, job *kubeflow.MPIJob) reconcile.Child[*corev1.ConfigMap] {
+func (c *MPIJobController) configMapChild(job *kubeflow.MPIJob) reconcile.Child[*corev1.ConfigMap] {
 	merge := elastic.MergeFiles
 	if job.Spec.ElasticPolicy != nil {
 		merge = elastic.MergeElasticFiles
 	}
 	return reconcile.ChildOf("ConfigMap", func(ns, name string) (*corev1.ConfigMap, error) { return c.cmLister.ConfigMaps(ns).Get(name) },
-		func(ns string) reconcile.TypedClient[*corev1.ConfigMap] { return client.CoreV1().ConfigMaps(ns) },
+		func(ns string) reconcile.TypedClient[*corev1.ConfigMap] { return c.kubeClient.CoreV1().ConfigMaps(ns) },
 		merge)
 }

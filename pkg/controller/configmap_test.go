@@ -1,15 +1,15 @@
 package controller
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/kubeflow/mpi-operator/pkg/engine"
 )
 
-// TestListingIsPacedByTheLastWritesSize: the discovery fast path keeps to
-// the job's pace (engine.Pace) like the main sync, and records its own
-// writes in it.
+// TestListingIsPacedByTheLastWritesSize: the sync that lists a worker keeps
+// to the job's pace (engine.Pace), and records its own writes in it.
 func TestListingIsPacedByTheLastWritesSize(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -25,20 +25,19 @@ func TestListingIsPacedByTheLastWritesSize(t *testing.T) {
 			f := newFixture(t)
 			job := oneOfTwoListed(f)
 			var c *MPIJobController
-			err := f.discover(job, func(ctrl *MPIJobController) {
+			_, err := f.syncPrepared(job, func(ctrl *MPIJobController) {
 				c = ctrl
-				c.engine.Pace.BytesPerSecond = engine.DefaultBytesPerSecond
-				c.engine.Pace.Wrote(jobKey(job), f.clock.Now().Add(-tc.ago), engine.DefaultBytesPerSecond)
+				c.Engine.Pace.BytesPerSecond = engine.DefaultBytesPerSecond
+				c.Engine.Pace.Wrote(jobKey(job), f.clock.Now().Add(-tc.ago), engine.DefaultBytesPerSecond)
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.wantCM {
-				f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
-			} else {
-				f.expectKubeWrites()
+			got := writes(f.kubeClient.Actions())
+			if slices.Contains(got, update("configmaps", "pi-config")) != tc.wantCM || slices.Contains(got, patchPod("pi-launcher")) != tc.wantCM {
+				t.Errorf("writes %v; want the files written and the launcher told: %v", got, tc.wantCM)
 			}
-			wait := c.engine.Pace.Wait(jobKey(job), f.clock.Now())
+			wait := c.Engine.Pace.Wait(jobKey(job), f.clock.Now())
 			if tc.wantCM && wait <= 0 {
 				t.Errorf("after the write, the next one waits %s: the write was not recorded", wait)
 			}

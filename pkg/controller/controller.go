@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -10,17 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/keymutex"
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanotyped "volcano.sh/apis/pkg/client/clientset/versioned/typed/scheduling/v1beta1"
 	volcanolisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
@@ -29,17 +25,13 @@ import (
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
 	mpischeme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
 	listers "github.com/kubeflow/mpi-operator/pkg/client/listers/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
-	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
 )
 
 const controllerName = "mpi-job-controller"
-
-// jobLockStripes is the number of locks the jobs' keys are spread over;
-// two jobs that share one merely wait for each other.
-const jobLockStripes = 1024
 
 // MPIJobController reconciles MPIJobs into their launcher, workers,
 // ConfigMap, RBAC objects and, with gang scheduling, a volcano PodGroup.
@@ -63,42 +55,20 @@ type MPIJobController struct {
 	// podGroups writes PodGroups; a field so that tests can stand in for
 	// volcano's client.
 	podGroups func(namespace string) volcanotyped.PodGroupInterface
-	synced    []cache.InformerSynced
 
-	queue *reconcile.Queue
-	// discoveryQueue feeds the discovery fast path (discovery.go).
-	discoveryQueue workqueue.TypedRateLimitingInterface[string]
-	// jobLocks keeps the main sync and the fast path from acting on one
-	// job at the same time.
-	jobLocks     keymutex.KeyMutex
-	recorder     record.EventRecorder
-	clock        clock.Clock
-	expectations *reconcile.Expectations
-	// pods writes pods, telling expectations of each write; creations
-	// creates the workers, through Config.CreationClient.
-	pods, creations reconcile.PodWrites
-	// listing is how the discovery fast path writes, through
-	// Config.ListingClient.
-	listing writePath
-	// health tracks the progress of Run and of the main queue's syncs for
-	// /healthz (see Healthy).
-	health *reconcile.Health
+	// Base is the queue, the recorder, the engine and the rest of the
+	// machinery both operators run on.
+	*engine.Base
 
 	// runningSince remembers when the controller saw each worker turn
 	// Running, for the discovery latency histogram only.
 	runningSince runningSince
-	// statusWrites remembers each job's last status write until the cache
-	// shows it.
-	statusWrites reconcile.StatusWrites
 	// countChanges holds back status writes that change the replica counts
 	// or the Resizing condition only (status.go).
 	countChanges countChanges
 	// refreshes remembers the launcher refreshes the cache has yet to
 	// show (launcher.go).
 	refreshes launcherRefreshes
-	// engine acts on the workers' plans through pods and creations, and
-	// keeps one event per scale step.
-	engine *engine.Engine
 	// memory lists every store above, and the expectations: all that the
 	// controller remembers of a job, forgotten at once when it is deleted.
 	memory reconcile.JobMemory
@@ -155,37 +125,17 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		rbLister:   rbs.Lister(),
 		otherPods:  others.Lister(),
 		strays:     others.Informer().GetIndexer(),
-		queue:      reconcile.NewQueue(),
-		discoveryQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mpijobs-discovery"}),
-		jobLocks:     keymutex.NewHashed(jobLockStripes),
-		recorder:     recorder,
-		clock:        clk,
-		expectations: reconcile.NewExpectations(clk),
 	}
-	c.memory = reconcile.JobMemory{c.expectations, &c.runningSince, &c.statusWrites, &c.countChanges,
-		&c.refreshes}
-	c.health = reconcile.NewHealth(clk, c.queue.Len)
-	c.pods = reconcile.PodWrites{Client: c.kubeClient, Lister: c.podLister, Expectations: c.expectations}
-	c.creations = c.pods
+	c.Base = engine.NewBase(kubeClient, c.podLister, recorder, clk)
+	c.Engine.Pace.BytesPerSecond = cfg.WriteBytesPerSecond
 	if cfg.CreationClient != nil {
-		c.creations.Client = cfg.CreationClient
+		c.Engine.Creations.Client = cfg.CreationClient
 	}
-	c.listing = c.mainPath()
-	if cfg.ListingClient != nil {
-		c.listing.kube = cfg.ListingClient
-		c.listing.pods.Client = cfg.ListingClient
-	}
-	c.engine = &engine.Engine{Pods: c.pods, Creations: c.creations, Pace: &engine.Pace{BytesPerSecond: cfg.WriteBytesPerSecond}}
-	c.memory = append(c.memory, &c.engine.Steps, c.engine.Pace)
+	c.memory = append(c.Stores(), &c.runningSince, &c.countChanges, &c.refreshes)
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueJob,
-		UpdateFunc: func(oldObj, newObj any) {
-			c.enqueueJob(newObj)
-			c.enqueueResize(oldObj, newObj)
-		},
+		AddFunc:    c.enqueueJob,
+		UpdateFunc: c.handleJobUpdate,
 		DeleteFunc: c.enqueueJob,
 	})
 	c.addHandler(logger, pods.Informer(), podEvents(cache.ResourceEventHandlerFuncs{
@@ -217,67 +167,13 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 }
 
 func (c *MPIJobController) addHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	c.synced = engine.AddHandler(logger, informer, h, c.synced)
+	c.AddHandler(logger, informer, h)
 }
 
-// Run waits for the caches, then runs threadiness workers on the main queue
-// and discoveryWorkers(threadiness) on the discovery fast path until ctx is
-// done.
+// Run waits for the caches, then syncs the queue's jobs with threadiness
+// workers, and engine.UrgentWorkers more for urgent keys, until ctx is done.
 func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	defer c.discoveryQueue.ShutDown()
-	logger := klog.FromContext(ctx)
-	c.health.Starting(threadiness)
-
-	logger.Info("Waiting for informer caches to sync")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
-		return fmt.Errorf("informer caches did not sync")
-	}
-	c.health.CachesSynced()
-	logger.Info("Starting workers", "count", threadiness)
-	var wg sync.WaitGroup
-	for range threadiness {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
-	}
-	for range discoveryWorkers(threadiness) {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.runDiscoveryWorker, time.Second) })
-	}
-	<-ctx.Done()
-	logger.Info("Shutting down workers")
-	c.queue.ShutDown()
-	c.discoveryQueue.ShutDown()
-	wg.Wait()
-	return nil
-}
-
-func (c *MPIJobController) runWorker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-func (c *MPIJobController) processNextWorkItem(ctx context.Context) bool {
-	return reconcile.ProcessNext(ctx, c.queue, c.health, func(ctx context.Context, key string) (time.Duration, error) {
-		defer observeSync("main", time.Now())
-		return c.syncHandler(ctx, key)
-	})
-}
-
-// writePath is a client to write through, for the ConfigMaps and, telling
-// expectations of each write, the pods.
-type writePath struct {
-	kube kubernetes.Interface
-	pods reconcile.PodWrites
-}
-
-// mainPath is how the main sync writes.
-func (c *MPIJobController) mainPath() writePath {
-	return writePath{kube: c.kubeClient, pods: c.pods}
-}
-
-// observeSync records a sync of queue that started at start.
-func observeSync(queue string, start time.Time) {
-	metrics.SyncSeconds.WithLabelValues(queue).Observe(time.Since(start).Seconds())
+	return c.RunWorkers(ctx, threadiness, c.syncHandler)
 }
 
 func (c *MPIJobController) enqueueJob(obj any) {
@@ -286,13 +182,25 @@ func (c *MPIJobController) enqueueJob(obj any) {
 		utilruntime.HandleError(err)
 		return
 	}
-	c.queue.Add(key)
+	c.Queue.Add(key)
+}
+
+// handleJobUpdate enqueues an updated MPIJob, urgently when its worker
+// replicas changed: the victims of a scale-in leave discover_hosts.sh at
+// once.
+func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
+	key, err := cache.MetaNamespaceKeyFunc(newObj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.Enqueue(key, engine.Resized(oldObj, newObj, desiredWorkers))
 }
 
 // handleObject enqueues the MPIJob that controls obj, if any.
 func (c *MPIJobController) handleObject(obj any) {
 	if key, ok := ownerKey(obj); ok {
-		c.queue.Add(key)
+		c.Queue.Add(key)
 	}
 }
 
@@ -314,9 +222,9 @@ func ownerKey(obj any) (string, bool) {
 
 func (c *MPIJobController) handlePodAdd(obj any) {
 	if key, ok := ownerKey(obj); ok {
-		c.expectations.ObserveCreate(key, obj.(*corev1.Pod).Name)
-		c.expectations.Observe(key, obj.(*corev1.Pod))
-		c.queue.Add(key)
+		c.Expectations.ObserveCreate(key, obj.(*corev1.Pod).Name)
+		c.Expectations.Observe(key, obj.(*corev1.Pod))
+		c.Queue.Add(key)
 	}
 }
 
@@ -332,15 +240,15 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 	}
 	if key, ok := ownerKey(newObj); ok {
 		if newPod.Status.Phase == corev1.PodRunning && oldPod.Status.Phase != corev1.PodRunning {
-			c.runningSince.store(key, newPod.UID, c.clock.Now())
+			c.runningSince.store(key, newPod.UID, c.Clock.Now())
 		}
-		c.expectations.Observe(key, newPod)
-		c.queue.Add(key)
-		if discoverabilityChanged(oldPod, newPod) {
-			c.discoveryQueue.Add(key)
-		}
+		settled := c.Expectations.Observe(key, newPod)
+		c.Enqueue(key, elastic.DiscoverabilityChanged(oldPod, newPod, isWorkerPod) || settled)
 	}
 }
+
+// isWorkerPod tells whether a pod of a job is one of its workers.
+func isWorkerPod(pod *corev1.Pod) bool { return pod.Labels[labelMPIRole] == roleWorker }
 
 func (c *MPIJobController) handlePodDelete(obj any) {
 	pod, ok := obj.(*corev1.Pod)
@@ -354,11 +262,8 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	}
 	if key, ok := ownerKey(pod); ok {
 		c.runningSince.take(key, pod.UID)
-		c.expectations.ObserveGone(key, pod.UID)
-		c.queue.Add(key)
-		if discoverabilityChanged(pod, nil) {
-			c.discoveryQueue.Add(key)
-		}
+		settled := c.Expectations.ObserveGone(key, pod.UID)
+		c.Enqueue(key, elastic.DiscoverabilityChanged(pod, nil, isWorkerPod) || settled)
 	}
 }
 

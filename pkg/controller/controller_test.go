@@ -19,18 +19,18 @@ func TestSyncCutShortByTheStopIsNotRetried(t *testing.T) {
 	c := f.newController(ctx)
 	key := jobKey(job)
 
-	c.queue.Add(key)
-	c.processNextWorkItem(ctx)
-	if got := c.queue.NumRequeues(key); got != 1 {
+	c.Queue.Add(key)
+	c.ProcessNext(ctx, c.syncHandler)
+	if got := c.Queue.NumRequeues(key); got != 1 {
 		t.Fatalf("a failed sync was retried %d times, want 1", got)
 	}
-	c.queue.Forget(key)
+	c.Queue.Forget(key)
 
 	stopped, cancel := context.WithCancel(ctx)
 	cancel()
-	c.queue.Add(key)
-	c.processNextWorkItem(stopped)
-	if got := c.queue.NumRequeues(key); got != 0 {
+	c.Queue.Add(key)
+	c.ProcessNext(stopped, c.syncHandler)
+	if got := c.Queue.NumRequeues(key); got != 0 {
 		t.Errorf("a sync failed during the stop was retried %d times, want 0", got)
 	}
 }

@@ -16,17 +16,13 @@ import (
 // draining, which starts their drain period, only once the ConfigMap write
 // that unlists them went through and the launcher was told. A refused
 // write (an admission policy, say) or a failed launcher refresh marks
-// nobody, on the main sync and on the fast path alike; a later sync that
-// goes through marks them then.
+// nobody; a later sync that goes through marks them then.
 func TestDrainStartsAfterTheUnlistingWrite(t *testing.T) {
 	refusal := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "pi-config", nil)
 	paths := map[string]func(f *fixture, job *kubeflow.MPIJob, prepare func(*MPIJobController)) error{
 		"main sync": func(f *fixture, job *kubeflow.MPIJob, prepare func(*MPIJobController)) error {
 			_, err := f.syncPrepared(job, prepare)
 			return err
-		},
-		"fast path": func(f *fixture, job *kubeflow.MPIJob, prepare func(*MPIJobController)) error {
-			return f.discover(job, prepare)
 		},
 	}
 	refused := map[string]struct {

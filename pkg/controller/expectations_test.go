@@ -56,7 +56,7 @@ func TestStaleCacheRepeatsNoPodWrite(t *testing.T) {
 	for _, p := range pods {
 		c.handlePodAdd(p)
 	}
-	if !c.expectations.Satisfied("ns/pi") {
+	if !c.Expectations.Satisfied("ns/pi") {
 		t.Error("the pods' add events did not settle the expectations")
 	}
 }
@@ -101,7 +101,7 @@ func TestFilesWaitForOwnPodChanges(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
 	if _, err := f.syncPrepared(job, func(c *MPIJobController) {
-		c.expectations.ExpectChange(jobKey(job), "pi-worker-1-uid", reconcile.ShowsDeletion)
+		c.Expectations.ExpectChange(jobKey(job), "pi-worker-1-uid", reconcile.ShowsDeletion)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestFilesWaitForOwnPodChanges(t *testing.T) {
 	f = newFixture(t)
 	job = oneOfTwoListed(f)
 	if _, err := f.syncPrepared(job, func(c *MPIJobController) {
-		c.expectations.ExpectCreate(jobKey(job), "pi-worker-7")
+		c.Expectations.ExpectCreate(jobKey(job), "pi-worker-7")
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestRoleWaitsForOwnDeletions(t *testing.T) {
 	f := newFixture(t)
 	setUp(f)
 	if _, err := f.syncPrepared(f.jobs[0], func(c *MPIJobController) {
-		c.expectations.ExpectChange("ns/pi", "pi-worker-3-uid", reconcile.ShowsDeletion)
+		c.Expectations.ExpectChange("ns/pi", "pi-worker-3-uid", reconcile.ShowsDeletion)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (c *MPIJobController) handleOtherPod(obj any) {
 		return
 	}
 	if _, err := c.jobLister.MPIJobs(meta.GetNamespace()).Get(name); err == nil {
-		c.queue.Add(meta.GetNamespace() + "/" + name)
+		c.Queue.Add(meta.GetNamespace() + "/" + name)
 	}
 }
 

@@ -192,14 +192,14 @@ func TestOtherPodEventsEnqueueTheJob(t *testing.T) {
 	for _, name := range []string{"web-1", "other-worker-1", "pi-worker-x"} {
 		c.handleOtherPod(pod(name))
 	}
-	if n := c.queue.Len(); n != 0 {
+	if n := c.Queue.Len(); n != 0 {
 		t.Fatalf("queue holds %d keys for pods that hold no name of an existing job", n)
 	}
 	c.handleOtherPod(pod("pi-worker-4"))
-	if n := c.queue.Len(); n != 1 {
+	if n := c.Queue.Len(); n != 1 {
 		t.Fatalf("queue holds %d keys, want the job's", n)
 	}
-	if key, _ := c.queue.Get(); key != "ns/pi" {
+	if key, _ := c.Queue.Get(); key != "ns/pi" {
 		t.Errorf("queued %q", key)
 	}
 }

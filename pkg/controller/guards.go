@@ -10,12 +10,9 @@ import (
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
-// The early exits of a sync. Both the main sync and the discovery fast path
-// decide through checkJob whether they may act on a job's workers at all,
-// from the same cache and in the same order, so that the fast path never
-// lists a host, marks a worker or refreshes a launcher of a job that the
-// main sync would only fail, hold or wind down. A guard added here holds
-// for both.
+// The early exits of a sync. Every sync, urgent or not, decides through
+// checkJob whether it may act on a job's workers at all: a guard added here
+// holds for every event that wakes a job.
 
 // earlyExit is how a sync ends that checkJob stopped short of acting on the
 // job's plan, or exitNone when nothing stopped it.

@@ -37,15 +37,14 @@ type wakeEvent struct {
 	name   string
 	before func(f *fixture, job *kubeflow.MPIJob)
 	after  func(f *fixture, job *kubeflow.MPIJob) func(c *MPIJobController)
-	// discovery tells whether the event reaches the fast path too.
-	discovery bool
+	// urgent tells whether the event queues the job urgently.
+	urgent bool
 }
 
 // TestEarlyExitsWriteNothing crosses every early exit of the sync with every
-// event that wakes a job, runs each path the event drives (the main sync,
-// and the discovery fast path where the event reaches it) on the same
-// cache, and checks that neither writes more than the early exit allows:
-// the main sync at most the job's status, the fast path nothing at all.
+// event that wakes a job, urgently or not, runs the sync the event queues,
+// and checks that it writes no more than the early exit allows: at most the
+// job's status.
 func TestEarlyExitsWriteNothing(t *testing.T) {
 	for _, state := range guardStates() {
 		for _, event := range wakeEvents() {
@@ -59,22 +58,16 @@ func TestEarlyExitsWriteNothing(t *testing.T) {
 				deliver := event.after(f, job)
 				ctx, c := f.readyController(nil)
 				deliver(c)
-				if got := c.discoveryQueue.Len() == 1; got != event.discovery {
-					t.Fatalf("the event reaches the fast path: %v, want %v", got, event.discovery)
-				}
-				for c.discoveryQueue.Len() > 0 {
-					key, _ := c.discoveryQueue.Get()
-					_ = c.syncDiscovery(ctx, key)
-					c.discoveryQueue.Done(key)
-				}
-				f.expectNoWrites("fast path", nil)
 				// A pod the job does not control wakes no job: the blocked
 				// job's launcher changes then without a sync.
-				woken := c.queue.Len() > 0
-				for c.queue.Len() > 0 {
-					key, _ := c.queue.Get()
+				woken := c.Queue.Len() > 0
+				for c.Queue.Len() > 0 {
+					key, priority, _ := c.Queue.GetWithPriority()
+					if got := priority == 1; got != event.urgent {
+						t.Errorf("the event queues the job urgently: %v, want %v", got, event.urgent)
+					}
 					_, _ = c.syncHandler(ctx, key)
-					c.queue.Done(key)
+					c.Queue.Done(key)
 				}
 				if woken && state.outcome != "" {
 					f.expectCondition(state.outcome)
@@ -224,25 +217,25 @@ func wakeEvents() []wakeEvent {
 	}
 	return []wakeEvent{
 		{
-			name:      "worker turns Running",
-			discovery: true,
-			before:    func(f *fixture, _ *kubeflow.MPIJob) { lastWorker(f).Status.Phase = corev1.PodPending },
+			name:   "worker turns Running",
+			urgent: true,
+			before: func(f *fixture, _ *kubeflow.MPIJob) { lastWorker(f).Status.Phase = corev1.PodPending },
 			after: func(f *fixture, _ *kubeflow.MPIJob) func(c *MPIJobController) {
 				return podUpdate(lastWorker(f), func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning })
 			},
 		},
 		{
-			name:      "worker fails",
-			discovery: true,
-			before:    nothingBefore,
+			name:   "worker fails",
+			urgent: true,
+			before: nothingBefore,
 			after: func(f *fixture, _ *kubeflow.MPIJob) func(c *MPIJobController) {
 				return podUpdate(firstRunningWorker(f), func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })
 			},
 		},
 		{
-			name:      "worker goes away",
-			discovery: true,
-			before:    nothingBefore,
+			name:   "worker goes away",
+			urgent: true,
+			before: nothingBefore,
 			after: func(f *fixture, _ *kubeflow.MPIJob) func(c *MPIJobController) {
 				gone := firstRunningWorker(f)
 				for i, p := range f.pods {
@@ -254,8 +247,8 @@ func wakeEvents() []wakeEvent {
 				return func(c *MPIJobController) { c.handlePodDelete(gone) }
 			},
 		},
-		{name: "replicas up", discovery: true, before: nothingBefore, after: resize(1)},
-		{name: "replicas down", discovery: true, before: nothingBefore, after: resize(-1)},
+		{name: "replicas up", urgent: true, before: nothingBefore, after: resize(1)},
+		{name: "replicas down", urgent: true, before: nothingBefore, after: resize(-1)},
 		{
 			name:   "launcher changes",
 			before: nothingBefore,
@@ -274,13 +267,9 @@ func wakeEvents() []wakeEvent {
 }
 
 // jobUpdate tells the controller of an update of a job as the job
-// informer's handler does: to the main queue, and to the fast path when the
-// worker replicas changed.
+// informer's handler does.
 func jobUpdate(old, job *kubeflow.MPIJob) func(c *MPIJobController) {
-	return func(c *MPIJobController) {
-		c.enqueueJob(job)
-		c.enqueueResize(old, job)
-	}
+	return func(c *MPIJobController) { c.handleJobUpdate(old, job) }
 }
 
 // podUpdate changes pod as an update would, and returns how the informer
@@ -304,7 +293,7 @@ func (f *fixture) listRunning(job *kubeflow.MPIJob) {
 			continue
 		}
 		hosts.Desired = append(hosts.Desired, p.Name)
-		if discoverable(p) {
+		if elastic.Discoverable(p) {
 			hosts.Running = append(hosts.Running, p.Name)
 		}
 	}

@@ -27,7 +27,7 @@ func TestControllerHealthFollowsRun(t *testing.T) {
 	go func() { done <- c.Run(ctx, 2) }()
 	// Once Run has started, the caches' grace period runs.
 	waitUntil(t, "Run to start", func() bool {
-		return c.health.Healthy(f.clock.Now().Add(reconcile.CacheSyncGrace+time.Second)) != nil
+		return c.Health.Healthy(f.clock.Now().Add(reconcile.CacheSyncGrace+time.Second)) != nil
 	})
 
 	f.clock.Step(reconcile.CacheSyncGrace)
@@ -49,46 +49,47 @@ func TestControllerHealthFollowsRun(t *testing.T) {
 	}
 }
 
-// TestProcessNextWorkItemRecordsProgress checks the hook of the main queue:
-// a hung sync is reported while it runs, and each sync is progress.
-func TestProcessNextWorkItemRecordsProgress(t *testing.T) {
+// TestSyncsRecordProgress checks the hook of the queue: a hung sync is
+// reported while it runs, and each sync is progress.
+func TestSyncsRecordProgress(t *testing.T) {
 	f := newFixture(t)
 	_, ctx := ktesting.NewTestContext(t)
 	c := f.newController(ctx)
-	c.health.Starting(1)
-	c.health.CachesSynced()
+	c.Health.Starting(1)
+	c.Health.CachesSynced()
 
 	// Jobs that do not exist: their syncs only forget them.
-	c.queue.Add("ns/first")
-	c.queue.Add("ns/second")
+	c.Queue.Add("ns/first")
+	c.Queue.Add("ns/second")
 	f.clock.Step(reconcile.StallTimeout + time.Second)
 	if err := c.Healthy(); err == nil || !strings.Contains(err.Error(), "2 MPIJob(s) wait in the work queue") {
 		t.Fatalf("Healthy() with work and no sync = %v, want the queue reported", err)
 	}
-	c.processNextWorkItem(ctx)
+	c.ProcessNext(ctx, c.syncHandler)
 	if err := c.Healthy(); err != nil {
 		t.Errorf("Healthy() right after a sync = %v, want nil", err)
 	}
 
-	// The job's lock, held here, makes the next sync hang.
-	c.jobLocks.LockKey("ns/second")
+	// A sync that waits for release hangs.
+	release := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.processNextWorkItem(ctx)
+		c.ProcessNext(ctx, func(ctx context.Context, key string) (time.Duration, error) {
+			<-release
+			return c.syncHandler(ctx, key)
+		})
 	}()
 	// Once the sync has started, it is the one reported, not the queue.
 	waitUntil(t, "the sync to start", func() bool {
-		err := c.health.Healthy(f.clock.Now().Add(reconcile.StallTimeout + time.Second))
+		err := c.Health.Healthy(f.clock.Now().Add(reconcile.StallTimeout + time.Second))
 		return err != nil && strings.Contains(err.Error(), "has been running")
 	})
 	f.clock.Step(reconcile.StallTimeout + time.Second)
 	if err := c.Healthy(); err == nil || !strings.Contains(err.Error(), "has been running for 3m1s") {
 		t.Errorf("Healthy() during a hung sync = %v, want the sync reported", err)
 	}
-	if err := c.jobLocks.UnlockKey("ns/second"); err != nil {
-		t.Fatal(err)
-	}
+	close(release)
 	select {
 	case <-done:
 	case <-time.After(wait.ForeverTestTimeout):

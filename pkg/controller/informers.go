@@ -53,12 +53,6 @@ type Config struct {
 	// its own, so that the creation of a large job never delays the writes
 	// that list its running workers. Nil means the controller's client.
 	CreationClient kubernetes.Interface
-	// ListingClient, when set, writes the discovery fast path's requests
-	// (the files, draining marks and the launcher's refresh) under rate
-	// limits of their own, so that a burst of the main sync's writes never
-	// delays the listing of a running worker. Nil means the controller's
-	// client.
-	ListingClient kubernetes.Interface
 	// JobsClient, when set, lists and watches the MPIJobs as JSON and
 	// decodes each on its own, so that one that cannot be decoded is
 	// skipped with a Warning event instead of failing the whole list

@@ -164,7 +164,7 @@ func (c *MPIJobController) createLauncher(ctx context.Context, job *kubeflow.MPI
 		minReadyWorkers: minReadyWorkers(job),
 		hostsHash:       hash,
 	}
-	created, err := c.pods.Create(ctx, owner(job), newLauncher(job, opts))
+	created, err := c.Pods.Create(ctx, owner(job), newLauncher(job, opts))
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func (c *MPIJobController) createLauncher(ctx context.Context, job *kubeflow.MPI
 // refreshLauncher annotates a running launcher with the hash of the
 // discover_hosts.sh it should see, when that changed, which makes the
 // kubelet refresh its ConfigMap volume at once.
-func (c *MPIJobController) refreshLauncher(ctx context.Context, w writePath, job *kubeflow.MPIJob, launcher *corev1.Pod, hash string) (*corev1.Pod, error) {
+func (c *MPIJobController) refreshLauncher(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, hash string) (*corev1.Pod, error) {
 	metrics.JobInfo.WithLabelValues(launcherName(job), job.Namespace).Set(1)
 	if !c.cfg.RefreshLauncher || launcher.DeletionTimestamp != nil || podFinished(launcher) ||
 		launcher.Annotations[elastic.AnnotationHostsHash] == hash {
@@ -189,7 +189,7 @@ func (c *MPIJobController) refreshLauncher(ctx context.Context, w writePath, job
 	// launcher's hash, so none waits for the cache to show it (under a
 	// busy API server that wait held the listing of the job's next
 	// workers back); refreshes remembers it instead, against a repeat.
-	patched, err := w.pods.AnnotateUntracked(ctx, launcher, elastic.AnnotationHostsHash, hash)
+	patched, err := c.Pods.AnnotateUntracked(ctx, launcher, elastic.AnnotationHostsHash, hash)
 	if err != nil {
 		return launcher, fmt.Errorf("annotating launcher: %w", err)
 	}

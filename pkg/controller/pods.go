@@ -16,26 +16,6 @@ import (
 // being deleted; the workers' own events are the engine's.
 const eventDeletingPods = "DeletingPods"
 
-// creation is what a sync does once it has released the job's lock: the
-// engine's pod steps (the workers created, drained workers deleted, failed
-// ones marked replaced), then the launcher when launcherHash, the hash of
-// the discover_hosts.sh it starts with, is set.
-type creation struct {
-	workers      engine.PodSteps
-	launcherHash *string
-}
-
-// create carries out c: the workers first, then the launcher.
-func (c *MPIJobController) create(ctx context.Context, job *kubeflow.MPIJob, create creation) error {
-	if _, err := create.workers.Run(ctx); err != nil {
-		return err
-	}
-	if create.launcherHash == nil {
-		return nil
-	}
-	return c.createLauncher(ctx, job, *create.launcherHash)
-}
-
 // engineJob is what the engine knows of job.
 func engineJob(job *kubeflow.MPIJob, now time.Time) engine.Job {
 	return engine.Job{
@@ -50,15 +30,15 @@ func engineJob(job *kubeflow.MPIJob, now time.Time) engine.Job {
 	}
 }
 
-// hooks are how the engine acts on job through w: the files, with
+// hooks are how the engine acts on job: the files, with
 // belowMinSince in their bookkeeping; the launcher, if *launcher is set,
 // told of each script written (and *launcher the pod as it is then); the
 // workers built; the events recorded.
-func (c *MPIJobController) hooks(w writePath, job *kubeflow.MPIJob, launcher **corev1.Pod, belowMinSince time.Time) engine.Hooks {
+func (c *MPIJobController) hooks(job *kubeflow.MPIJob, launcher **corev1.Pod, belowMinSince time.Time) engine.Hooks {
 	return engine.Hooks{
 		Files: func(ctx context.Context, plan elastic.Plan) (string, error) {
 			state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: belowMinSince}
-			cm, err := c.syncConfigMap(ctx, w, job, plan.Hosts, state)
+			cm, err := c.syncConfigMap(ctx, job, plan.Hosts, state)
 			if err != nil {
 				return "", err
 			}
@@ -66,12 +46,12 @@ func (c *MPIJobController) hooks(w writePath, job *kubeflow.MPIJob, launcher **c
 		},
 		Tell: func(ctx context.Context, script string) (err error) {
 			if *launcher != nil {
-				*launcher, err = c.refreshLauncher(ctx, w, job, *launcher, elastic.HostsHash(script))
+				*launcher, err = c.refreshLauncher(ctx, job, *launcher, elastic.HostsHash(script))
 			}
 			return err
 		},
 		Worker: func(i int) *corev1.Pod { return newWorker(job, i, c.cfg.GangSchedulerName) },
-		Event:  func(eventType, reason, msg string) { c.recorder.Event(job, eventType, reason, msg) },
+		Event:  func(eventType, reason, msg string) { c.Recorder.Event(job, eventType, reason, msg) },
 	}
 }
 
@@ -87,7 +67,7 @@ func (c *MPIJobController) observeDiscovery(key string, ws []elastic.Worker, lis
 	for _, n := range listed {
 		in[n] = true
 	}
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	for _, w := range ws {
 		if !in[w.Pod.Name] {
 			continue

@@ -55,11 +55,11 @@ func (c *MPIJobController) reconcileFinished(ctx context.Context, obs *observed,
 		return 0, err
 	}
 	victims := podsToClean(job, obs.launcher, obs.pods)
-	if len(victims) > 0 && c.expectations.Satisfied(jobKey(job)) {
-		if _, err := reconcile.InBatches(len(victims), reconcile.MaxBatch, func(i int) error { return c.pods.Delete(ctx, owner(job), victims[i]) }); err != nil {
+	if len(victims) > 0 && c.Expectations.Satisfied(jobKey(job)) {
+		if _, err := reconcile.InBatches(len(victims), reconcile.MaxBatch, func(i int) error { return c.Pods.Delete(ctx, owner(job), victims[i]) }); err != nil {
 			return 0, err
 		}
-		c.recorder.Eventf(job, corev1.EventTypeNormal, eventDeletingPods, "Deleted %d pod(s) of the finished job", len(victims))
+		c.Recorder.Eventf(job, corev1.EventTypeNormal, eventDeletingPods, "Deleted %d pod(s) of the finished job", len(victims))
 	}
 	if err := c.deletePodGroup(ctx, job); err != nil {
 		return 0, err
@@ -86,7 +86,7 @@ func (c *MPIJobController) clearHosts(ctx context.Context, job *kubeflow.MPIJob)
 		want.Data[k] = v
 	}
 	want.Data[discoverHostsKey] = "#!/bin/sh\n"
-	_, err = reconcile.Ensure(ctx, owner(job), c.configMapChild(c.kubeClient, job), want)
+	_, err = reconcile.Ensure(ctx, owner(job), c.configMapChild(job), want)
 	return err
 }
 
@@ -153,6 +153,6 @@ func (c *MPIJobController) checkTTL(ctx context.Context, job *kubeflow.MPIJob, n
 		return 0, fmt.Errorf("deleting MPIJob after its TTL: %w", err)
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted MPIJob after its TTL")
-	c.recorder.Eventf(job, corev1.EventTypeNormal, eventTTLExpired, "Deleted MPIJob %s/%s %ds after it finished", job.Namespace, job.Name, *rp.TTLSecondsAfterFinished)
+	c.Recorder.Eventf(job, corev1.EventTypeNormal, eventTTLExpired, "Deleted MPIJob %s/%s %ds after it finished", job.Namespace, job.Name, *rp.TTLSecondsAfterFinished)
 	return 0, nil
 }

@@ -161,7 +161,7 @@ func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatu
 		return 0, nil
 	}
 	if equality.Semantic.DeepEqual(withoutBatched(old), withoutBatched(cur)) {
-		if wait := c.countChanges.Wait(key, c.clock.Now(), statusBatchPeriod); wait > 0 {
+		if wait := c.countChanges.Wait(key, c.Clock.Now(), statusBatchPeriod); wait > 0 {
 			return wait, nil
 		}
 	}
@@ -206,7 +206,7 @@ func (w *countChanges) Holds(key string) bool {
 // updateStatus writes the job's status through the status subresource and
 // announces what changed.
 func (c *MPIJobController) updateStatus(ctx context.Context, old *common.JobStatus, job *kubeflow.MPIJob) error {
-	now := metav1.NewTime(c.clock.Now())
+	now := metav1.NewTime(c.Clock.Now())
 	job.Status.LastReconcileTime = &now
 	base := job.ResourceVersion
 	_, err := c.mpiClient.KubeflowV1().MPIJobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{})
@@ -218,7 +218,7 @@ func (c *MPIJobController) updateStatus(ctx context.Context, old *common.JobStat
 		return fmt.Errorf("updating status: %w", err)
 	}
 	klog.FromContext(ctx).V(4).Info("Updated status", "conditions", len(job.Status.Conditions))
-	c.statusWrites.Wrote(jobKey(job), base)
+	c.StatusWrites.Wrote(jobKey(job), base)
 	c.announce(job, old)
 	return nil
 }
@@ -239,18 +239,18 @@ func (c *MPIJobController) announce(job *kubeflow.MPIJob, old *common.JobStatus)
 		}
 		switch cond.Type {
 		case common.JobCreated:
-			c.recorder.Event(job, corev1.EventTypeNormal, cond.Reason, cond.Message)
+			c.Recorder.Event(job, corev1.EventTypeNormal, cond.Reason, cond.Message)
 			metrics.JobsCreated.Inc()
 		case common.JobRunning:
-			c.recorder.Event(job, corev1.EventTypeNormal, cond.Reason, cond.Message)
+			c.Recorder.Event(job, corev1.EventTypeNormal, cond.Reason, cond.Message)
 		case common.JobSucceeded:
-			c.recorder.Event(job, corev1.EventTypeNormal, cond.Reason, cond.Message)
+			c.Recorder.Event(job, corev1.EventTypeNormal, cond.Reason, cond.Message)
 			metrics.JobsSuccessful.Inc()
 		case common.JobFailed:
-			c.recorder.Event(job, corev1.EventTypeWarning, cond.Reason, cond.Message)
+			c.Recorder.Event(job, corev1.EventTypeWarning, cond.Reason, cond.Message)
 			metrics.JobsFailed.Inc()
 		case common.JobRestarting, conditionBlocked:
-			c.recorder.Event(job, corev1.EventTypeWarning, cond.Reason, cond.Message)
+			c.Recorder.Event(job, corev1.EventTypeWarning, cond.Reason, cond.Message)
 		}
 	}
 }

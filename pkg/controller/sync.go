@@ -27,23 +27,9 @@ import (
 // spec. Everything it decides is derived from the cluster as the informers
 // see it, so a restarted controller carries on where the last one stopped.
 // It returns how long to wait before the job needs another look, if it does.
-//
-// The job's lock keeps the discovery fast path off the job while the sync
-// plans and writes its files, RBAC objects and pod marks; the creation of
-// new workers, which the Role already allows and the files already name,
-// comes after the lock is released, so that the fast path can list the
-// job's running workers while a large job is still being created.
+// The queue runs one sync of a job at a time.
 func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	c.jobLocks.LockKey(key)
-	locked := true
-	unlock := func() {
-		if locked {
-			_ = c.jobLocks.UnlockKey(key)
-			locked = false
-		}
-	}
-	defer unlock()
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		logger.Error(err, "Dropping malformed key")
@@ -57,7 +43,7 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	if err != nil {
 		return 0, err
 	}
-	now := metav1.NewTime(c.clock.Now())
+	now := metav1.NewTime(c.Clock.Now())
 	obs, exit, err := c.checkJob(shared, now)
 	switch exit {
 	case exitDeleted:
@@ -68,16 +54,14 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 	}
 	job := obs.job
 	var requeue time.Duration
-	var create creation
 	if err == nil {
-		requeue, create, err = c.reconcile(ctx, obs, exit, now)
-	}
-	unlock()
-	if createErr := c.create(ctx, job, create); createErr != nil {
-		err = createErr
+		requeue, err = c.reconcile(ctx, obs, exit, now)
 	}
 	updateBlocked(&job.Status, err, now)
-	if c.statusWrites.Unseen(key, shared.ResourceVersion) {
+	if c.GivingWay(key) {
+		return requeue, err
+	}
+	if c.StatusWrites.Unseen(key, shared.ResourceVersion) {
 		// The cache does not show the last status write yet; the job's
 		// update event brings it back.
 		return elastic.Sooner(requeue, reconcile.ExpectationsTimeout), err
@@ -97,44 +81,35 @@ func (c *MPIJobController) forget(key, ns, name string) {
 
 // reconcile acts on a job that checkJob let through, or winds a finished
 // one down, and records the outcome in its status, which the caller
-// writes. It returns the workers to create, which the caller creates once
-// it has released the job's lock.
-func (c *MPIJobController) reconcile(ctx context.Context, obs *observed, exit earlyExit, now metav1.Time) (time.Duration, creation, error) {
+// writes.
+func (c *MPIJobController) reconcile(ctx context.Context, obs *observed, exit earlyExit, now metav1.Time) (time.Duration, error) {
 	switch exit {
 	case exitNone:
-		requeue, create, err := c.reconcileActive(ctx, obs, now)
-		if err != nil {
-			// Workers planned despite the error (the names that pods of
-			// someone else's hold block the others only) are created.
-			return 0, create, err
-		}
-		return requeue, create, nil
+		return c.reconcileActive(ctx, obs, now)
 	case exitWindDown:
-		requeue, err := c.reconcileFinished(ctx, obs, now)
-		return requeue, creation{}, err
+		return c.reconcileFinished(ctx, obs, now)
 	}
-	return 0, creation{}, nil
+	return 0, nil
 }
 
-// reconcileActive runs a job that checkJob let through: the engine's
-// steps up to the drain marks (the files, the launcher's RBAC objects and
-// PodGroup, the launcher told), then the conditions of a running job. The
-// engine's pod steps, and the launcher after them, are returned for the
-// caller to run once it has released the job's lock.
-func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, now metav1.Time) (time.Duration, creation, error) {
+// reconcileActive runs a job that checkJob let through: the engine's steps
+// (the files, the launcher's RBAC objects and PodGroup, the launcher told,
+// the drain marks, the workers created and deleted), the launcher once its
+// hosts are in place, then the conditions of a running job.
+func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, now metav1.Time) (time.Duration, error) {
 	job, launcher, ws := obs.job, obs.launcher, obs.workers
 	if obs.restartRecorded {
 		// The failure is counted in the status the cache shows: the pod
 		// may go, and a later sync creates the next launcher.
-		if err := c.pods.Delete(ctx, owner(job), launcher); err != nil {
-			return 0, creation{}, err
+		if err := c.Pods.Delete(ctx, owner(job), launcher); err != nil {
+			return 0, err
 		}
 	}
-	if err := c.engine.Adopt(ctx, engineJob(job, now.Time), c.jobPods(job, launcher, ws), jobPodLabels(job)); err != nil {
-		return 0, creation{}, err
+	if err := c.Engine.Adopt(ctx, engineJob(job, now.Time), c.jobPods(job, launcher, ws), jobPodLabels(job)); err != nil {
+		return 0, err
 	}
 	plan := elastic.PlanWorkers(c.planSpec(job), ws, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
-	h := c.hooks(c.mainPath(), job, &launcher, obs.belowMin.Since)
+	h := c.hooks(job, &launcher, obs.belowMin.Since)
 	h.Beside = []func(context.Context, elastic.Plan, bool) error{
 		func(ctx context.Context, plan elastic.Plan, settled bool) error {
 			if !settled {
@@ -147,25 +122,26 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 		},
 		func(ctx context.Context, _ elastic.Plan, _ bool) error { return c.syncPodGroup(ctx, job) },
 	}
-	acted, rest, err := c.engine.Prepare(ctx, engineJob(job, now.Time), ws, plan, h)
-	if err != nil {
-		return 0, creation{}, err
-	}
+	acted, err := c.Engine.Act(ctx, engineJob(job, now.Time), ws, plan, h)
 	if acted.Written {
 		c.observeDiscovery(jobKey(job), ws, plan.Hosts.Running)
 	}
-	create := creation{workers: rest}
+	// Workers planned despite an error (the names that pods of someone
+	// else's hold block the others only) are created; the launcher waits.
+	if err != nil || acted.GaveWay {
+		return 0, err
+	}
 	if acted.Settled && acted.Written && launcher == nil && len(plan.InTheWay) == 0 {
 		// A launcher would start the ranks with a host that is not the
-		// job's: it waits until no worker name is held. It is created
-		// after the workers this sync creates.
-		hash := elastic.HostsHash(acted.Script)
-		create.launcherHash = &hash
+		// job's: it waits until no worker name is held.
+		if err := c.createLauncher(ctx, job, elastic.HostsHash(acted.Script)); err != nil {
+			return 0, err
+		}
 	}
 	c.updateRunning(job, launcher, ws, now)
 	updateResizing(job, ws, plan, now)
 	deadline, _ := deadlineLeft(job, now)
-	return elastic.Sooner(elastic.Sooner(acted.Requeue, obs.belowMin.Left), deadline), create,
+	return elastic.Sooner(elastic.Sooner(acted.Requeue, obs.belowMin.Left), deadline),
 		errors.Join(blockedWorkers(job, plan.Blocked), engine.AtBound(jobKey(job), plan, c.maxWorkerPods()))
 }
 

@@ -42,6 +42,11 @@ type Engine struct {
 	// Pace keeps each job's writes of its files and the objects beside
 	// them to a byte rate; nil means no pacing.
 	Pace *Pace
+	// GiveWay, if set, tells whether a job's key was queued urgently while
+	// the job is being synced (a worker turned Running): Act then stops at
+	// its next step after the files, and the sync that change asks for
+	// runs next and lists the worker, instead of waiting for every write.
+	GiveWay func(key string) bool
 }
 
 // Job is what the engine knows of one job in one sync.
@@ -95,6 +100,10 @@ type Outcome struct {
 	// Held is set when the job's writes were held back (Pace): how long
 	// until they may go on.
 	Held time.Duration
+	// GaveWay is set when Act stopped after the files for the sync of an
+	// urgent change of the job (Engine.GiveWay): the caller writes nothing
+	// more either, and that sync, next, carries on.
+	GaveWay bool
 }
 
 // Act carries out plan for job, in the one order both operators follow:
@@ -103,9 +112,9 @@ type Outcome struct {
 //  2. the launcher told of the script;
 //  3. the drain marks of the victims that the written script no longer
 //     lists (Unlisted: a drain counts from that write);
-//  4. the creations, at most MaxCreatesPerSync;
-//  5. the deletions of drained or finished workers;
-//  6. the marks of failed workers replaced by the workers just created.
+//  4. the creations, at most MaxCreatesPerSync, in batches;
+//  5. the marks of failed workers replaced by the workers just created;
+//  6. the deletions of drained or finished workers.
 //
 // While the cache does not show the controller's own last pod writes of the
 // job, the plan may repeat them: the pod writes wait (the event that shows
@@ -113,46 +122,73 @@ type Outcome struct {
 // not show a drain mark or a deletion, the plan could list a worker already
 // taken out of the script: the files wait too.
 //
-// Act is Prepare (steps 1 to 3) followed by the returned PodSteps (4 to 6).
+// Once the files are written, Act gives way (Outcome.GaveWay) at the next
+// step if the job was queued urgently meanwhile (GiveWay): the sync that
+// change asks for runs next, writes the files again with the worker that
+// turned Running, and carries on with the steps left.
 func (e *Engine) Act(ctx context.Context, job Job, ws []elastic.Worker, plan elastic.Plan, h Hooks) (Outcome, error) {
-	out, rest, err := e.Prepare(ctx, job, ws, plan, h)
+	key := job.Owner.Key()
+	out := Outcome{Settled: e.Pods.Expectations.Satisfied(key), Requeue: plan.Requeue}
+	if !out.Settled {
+		plan.Create, plan.Drain, plan.Remove = nil, nil, nil
+		out.Requeue = elastic.Sooner(out.Requeue, reconcile.ExpectationsTimeout)
+	}
+	rest := podSteps{create: plan.Create[:min(len(plan.Create), MaxCreatesPerSync)], planned: plan.Create,
+		remove: plan.Remove, replace: out.Settled && job.Elastic}
+	out, rest, err := e.writeFiles(ctx, job, plan, h, out, rest)
 	if err != nil {
 		return out, err
 	}
-	out.Created, err = rest.Run(ctx)
-	return out, err
+	if out.Written {
+		if out.GaveWay = e.givingWay(key); out.GaveWay {
+			return out, nil
+		}
+		if err := e.tell(ctx, job, plan, h, out.Script); err != nil {
+			return out, err
+		}
+	}
+	out.Created, err = e.create(ctx, job, h, rest.create, rest.planned)
+	if err == nil && rest.replace {
+		err = e.markReplaced(ctx, job, h, ws, out.Created)
+	}
+	if err != nil {
+		return out, err
+	}
+	if out.GaveWay = e.givingWay(key); out.GaveWay {
+		return out, nil
+	}
+	return out, e.Delete(ctx, job, h, rest.remove)
 }
 
-// PodSteps are the steps of Act that follow the drain marks: the creations,
-// the deletions and the replacement marks. A controller that lets other
-// work on the job run meanwhile (v1's listing of running workers) runs them
-// apart from Prepare: the files already name every worker they create, and
-// the workers they delete are already out of discover_hosts.sh.
-type PodSteps struct {
-	e               *Engine
-	job             Job
-	h               Hooks
-	ws              []elastic.Worker
+// tell tells the launcher of script, just written, and marks the victims
+// it no longer lists as draining.
+func (e *Engine) tell(ctx context.Context, job Job, plan elastic.Plan, h Hooks, script string) error {
+	if h.Tell != nil {
+		if err := h.Tell(ctx, script); err != nil {
+			return err
+		}
+	}
+	return e.markDraining(ctx, job, h, Unlisted(plan.Drain, script))
+}
+
+// podSteps are the pod writes that follow the files.
+type podSteps struct {
 	create, planned []int
 	remove          []*corev1.Pod
 	replace         bool
 }
 
-// Prepare carries out steps 1 to 3 of Act and returns the others, to run
-// next (see Act for the gates).
-func (e *Engine) Prepare(ctx context.Context, job Job, ws []elastic.Worker, plan elastic.Plan, h Hooks) (Outcome, PodSteps, error) {
-	key := job.Owner.Key()
-	out := Outcome{Settled: e.Pods.Expectations.Satisfied(key), Requeue: plan.Requeue}
-	changing := e.Pods.Expectations.Changing(key)
-	if !out.Settled {
-		plan.Create, plan.Drain, plan.Remove = nil, nil, nil
-		out.Requeue = elastic.Sooner(out.Requeue, reconcile.ExpectationsTimeout)
-	}
-	rest := PodSteps{e: e, job: job, h: h, ws: ws, planned: plan.Create, remove: plan.Remove,
-		replace: out.Settled && job.Elastic}
-	plan.Create = plan.Create[:min(len(plan.Create), MaxCreatesPerSync)]
-	rest.create = plan.Create
+// givingWay tells whether the sync of key should stop at this step for
+// the one its urgent change asks for.
+func (e *Engine) givingWay(key string) bool { return e.GiveWay != nil && e.GiveWay(key) }
 
+// writeFiles writes the job's files and the objects beside them, at once,
+// unless its pace holds them back (then the pod steps that need them are
+// dropped) or the cache does not show its last drain marks and deletions
+// (then the files wait).
+func (e *Engine) writeFiles(ctx context.Context, job Job, plan elastic.Plan, h Hooks, out Outcome, rest podSteps) (Outcome, podSteps, error) {
+	key := job.Owner.Key()
+	changing := e.Pods.Expectations.Changing(key)
 	// A job whose last writes are not paid for yet (Pace) writes nothing
 	// that would change an object; what is as wanted counts as written.
 	wait := e.Pace.Wait(key, job.Now)
@@ -183,23 +219,10 @@ func (e *Engine) Prepare(ctx context.Context, job Job, ws []elastic.Worker, plan
 	}
 	err := reconcile.Concurrently(writes...)
 	e.Pace.Wrote(key, job.Now, meter.Bytes())
-	if err != nil {
-		return out, PodSteps{}, err
-	}
-	if filesHeld.Load() || besideHeld.Load() {
+	if err == nil && (filesHeld.Load() || besideHeld.Load()) {
 		out, rest = e.hold(ctx, out, rest, wait, besideHeld.Load())
 	}
-	if out.Written && h.Tell != nil {
-		if err := h.Tell(ctx, out.Script); err != nil {
-			return out, PodSteps{}, err
-		}
-	}
-	if out.Written {
-		if err := e.markDraining(ctx, job, h, Unlisted(plan.Drain, out.Script)); err != nil {
-			return out, PodSteps{}, err
-		}
-	}
-	return out, rest, nil
+	return out, rest, err
 }
 
 // hold records that the job's pace held back a write of its files or of
@@ -207,7 +230,7 @@ func (e *Engine) Prepare(ctx context.Context, job Job, ws []elastic.Worker, plan
 // only those of workers whose drain mark says a written script left them
 // out go on; when an object beside the files was held (the exec rights of
 // the workers to create), no worker is created either.
-func (e *Engine) hold(ctx context.Context, out Outcome, rest PodSteps, wait time.Duration, creations bool) (Outcome, PodSteps) {
+func (e *Engine) hold(ctx context.Context, out Outcome, rest podSteps, wait time.Duration, creations bool) (Outcome, podSteps) {
 	klog.FromContext(ctx).V(4).Info("Writes held back", "wait", wait, "creations", creations)
 	metrics.PacedSyncs.Inc()
 	if creations {
@@ -220,25 +243,6 @@ func (e *Engine) hold(ctx context.Context, out Outcome, rest PodSteps, wait time
 	out.Held = wait
 	out.Requeue = elastic.Sooner(out.Requeue, wait)
 	return out, rest
-}
-
-// Run creates, deletes and marks the replaced workers, and returns the
-// indices of the workers created. The zero PodSteps do nothing.
-func (s PodSteps) Run(ctx context.Context) ([]int, error) {
-	if s.e == nil {
-		return nil, nil
-	}
-	created, err := s.e.create(ctx, s.job, s.h, s.create, s.planned)
-	if err != nil {
-		return created, err
-	}
-	if err := s.e.Delete(ctx, s.job, s.h, s.remove); err != nil {
-		return created, err
-	}
-	if s.replace {
-		return created, s.e.markReplaced(ctx, s.job, s.h, s.ws, created)
-	}
-	return created, nil
 }
 
 // AtBound is a BoundError for a plan whose creations Spec.MaxPods held
@@ -258,7 +262,11 @@ func (e *Engine) create(ctx context.Context, job Job, h Hooks, indices, planned 
 	if len(indices) == 0 {
 		return nil, nil
 	}
-	done, err := reconcile.InBatches(len(indices), 1, func(i int) error {
+	var stop func() bool
+	if e.GiveWay != nil {
+		stop = func() bool { return e.GiveWay(job.Owner.Key()) }
+	}
+	done, err := reconcile.InBatchesUntil(len(indices), 1, stop, func(i int) error {
 		_, err := e.Creations.Create(ctx, job.Owner, h.Worker(indices[i]))
 		return err
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -268,6 +269,56 @@ func TestActWaitsForOwnPodWrites(t *testing.T) {
 		}
 		f.expectLog()
 	})
+}
+
+// TestActGivesWay: once the files are written, a job queued urgently
+// meanwhile (GiveWay) stops Act at the next step: right after the files,
+// or after a batch of creations (their replacement marks still go, so that
+// no failed worker is replaced twice) and before the deletions.
+func TestActGivesWay(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// after is the step of the log after which the job is queued
+		// urgently.
+		after   string
+		want    []string
+		created []int
+	}{
+		{name: "after the files", after: "files",
+			want: []string{"files", "exec [j-worker-0 j-worker-2 j-worker-3 j-worker-4]"}},
+		{name: "after a creation", after: "create j-worker-3",
+			want:    []string{"files", "exec [j-worker-0 j-worker-2 j-worker-3 j-worker-4]", "tell", "create j-worker-3", "patch j-worker-1"},
+			created: []int{3}},
+		{name: "never", after: "none",
+			want: []string{"files", "exec [j-worker-0 j-worker-2 j-worker-3 j-worker-4]", "tell",
+				"create j-worker-3", "create j-worker-4", "patch j-worker-1", "delete j-worker-2"},
+			created: []int{3, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newActFixture(t, 3)
+			f.pods[1].Status.Phase = corev1.PodFailed
+			f.pods[2].Annotations = map[string]string{elastic.AnnotationDrainingSince: testNow.Add(-time.Minute).Format(time.RFC3339)}
+			f.engine.GiveWay = func(key string) bool {
+				if key != "ns/j" {
+					t.Errorf("GiveWay asked of %q", key)
+				}
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				return slices.Contains(f.log, tc.after)
+			}
+			out, err := f.act(3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.expectLog(tc.want...)
+			if out.GaveWay != (tc.after != "none") {
+				t.Errorf("GaveWay %v", out.GaveWay)
+			}
+			if diff := cmp.Diff(tc.created, out.Created, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("created (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
 
 // TestCreationsPerSyncAreBounded: one sync creates at most

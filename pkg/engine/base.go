@@ -53,7 +53,7 @@ func NewBase(kube kubernetes.Interface, pods corelisters.PodLister, recorder rec
 	b := &Base{Queue: reconcile.NewQueue(), Recorder: recorder, Clock: clk, Expectations: reconcile.NewExpectations(clk)}
 	b.Health = reconcile.NewHealth(clk, b.Queue.Len)
 	b.Pods = reconcile.PodWrites{Client: kube, Lister: pods, Expectations: b.Expectations}
-	b.Engine = &Engine{Pods: b.Pods, Creations: b.Pods, Pace: &Pace{}}
+	b.Engine = &Engine{Pods: b.Pods, Creations: b.Pods, Pace: &Pace{}, GiveWay: b.Queue.UrgentAgain}
 	return b
 }
 
@@ -93,6 +93,30 @@ func AddHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.
 }
 
 // Enqueue queues key, ahead of the keys queued without urgency when urgent.
+//
+// Urgent keys. Horovod asks discover_hosts.sh for hosts every second, so a
+// worker that turns Running, or stops being usable, and the victims of a
+// scale-in, should reach the script at once, while a burst of job creations
+// fills the queue for seconds. The controllers therefore queue a job
+// urgently on the events that change what its script may list: a worker
+// turning Running or ending, a drain mark, a change of the worker replicas,
+// in v2 an EndpointSlice of the job's Service, and the pod event that shows
+// the last of the controller's own pod changes the job's files waited for.
+// Urgent keys are handed out before all others, and UrgentWorkers workers
+// take urgent keys only.
+//
+// An urgent key runs the same sync as any other, through the same guards:
+// there is no second path. The queue hands a key to one worker at a time,
+// so only one sync of a job runs at once, and each sync sees the previous
+// one's writes through the expectations and the cache. Once its files are
+// written, a sync whose own job was queued urgently meanwhile gives way at
+// its next step (Engine.GiveWay, GivingWay): it creates no more, deletes
+// nothing and leaves its status unwritten, and the sync that change asks
+// for runs next, lists the worker that turned Running, and carries on with
+// the whole of what is left. Without that, a worker turning Running waited
+// for every write of its job's sync in flight. A write that conflicted
+// because the cache was a moment behind is retried at the priority its key
+// had (reconcile.Settle).
 func (b *Base) Enqueue(key string, urgent bool) {
 	if urgent {
 		reconcile.AddUrgent(b.Queue, key)
@@ -101,11 +125,26 @@ func (b *Base) Enqueue(key string, urgent bool) {
 	b.Queue.Add(key)
 }
 
+// GivingWay tells whether the sync of key should write nothing more, its
+// status included: the job was queued urgently meanwhile, and the sync
+// that change asks for, next, writes the whole of it.
+func (b *Base) GivingWay(key string) bool { return b.Queue.UrgentAgain(key) }
+
+// Resized tells whether a job update, from oldObj to newObj, changes the
+// worker replicas as replicas reads them from a job of type J, and with
+// them the victims of a scale-in or the workers of a scale-out: the update
+// is then urgent.
+func Resized[J any, R comparable](oldObj, newObj any, replicas func(J) R) bool {
+	oldJob, okOld := oldObj.(J)
+	newJob, okNew := newObj.(J)
+	return okOld && okNew && replicas(oldJob) != replicas(newJob)
+}
+
 // UrgentWorkers is how many workers run, beside the --threadiness workers
 // that take every key (the urgent ones first), for urgent keys only: while
 // a burst of new jobs keeps every other worker busy, a worker turning
 // Running still has its job synced at once.
-const UrgentWorkers = 4
+const UrgentWorkers = 8
 
 // RunWorkers waits for the caches, then runs threadiness workers and
 // UrgentWorkers more for urgent keys, which sync the queue's keys with

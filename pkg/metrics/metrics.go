@@ -53,14 +53,24 @@ var (
 		Help:    "Time from a worker pod turning Running to discover_hosts.sh listing it.",
 		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 	})
-	// SyncSeconds observes each sync of a job, by the queue it came from
-	// ("main", or "discovery" for the discovery fast path); its count is
-	// the number of syncs, which the benchmarks divide the CPU time by.
+	// SyncSeconds observes each sync of a job, by its key's priority in the
+	// queue ("main", or "urgent" for a change that discover_hosts.sh must
+	// show at once); its count is the number of syncs, which the
+	// benchmarks divide the CPU time by.
 	SyncSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "mpi_operator_sync_duration_seconds",
-		Help:    "Time taken by one sync of an MPIJob, by queue (main, discovery).",
+		Help:    "Time taken by one sync of an MPIJob, by the priority of its key (main, urgent).",
 		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
 	}, []string{"queue"})
+	// QueueWaitSeconds observes how long each job key waited in the queue
+	// before its sync started, by its priority and by what it waited for:
+	// a free worker ("queue") or the end of its own job's sync in flight
+	// ("own_sync"), as only one sync of a job runs at a time.
+	QueueWaitSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mpi_operator_queue_wait_seconds",
+		Help:    "Time a job's key waited before its sync, by priority (main, urgent) and cause (queue, own_sync).",
+		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+	}, []string{"queue", "waited_for"})
 	// PacedSyncs counts the syncs whose writes of a job's files and the
 	// objects beside them waited for the job's pace.
 	PacedSyncs = prometheus.NewCounter(prometheus.CounterOpts{
@@ -79,5 +89,5 @@ var (
 // Register adds every metric to reg. Call it once per registry.
 func Register(reg prometheus.Registerer) {
 	reg.MustRegister(JobsCreated, JobsSuccessful, JobsFailed, JobInfo, IsLeader,
-		WorkerResizes, WorkersReplaced, DiscoveryLatency, SyncSeconds, UndecodableObjects, PacedSyncs)
+		WorkerResizes, WorkersReplaced, DiscoveryLatency, SyncSeconds, QueueWaitSeconds, UndecodableObjects, PacedSyncs)
 }

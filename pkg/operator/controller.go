@@ -18,7 +18,8 @@ import (
 // binary needs.
 type KubeClients struct {
 	// Kube reads and writes the built-in types, in protobuf, which is
-	// cheaper to decode than JSON.
+	// cheaper to decode than JSON. The requests of urgent syncs spend a
+	// budget of their own (byPriority).
 	Kube kubernetes.Interface
 	// Events is the same API with a rate limiter of its own, so that a
 	// burst of events never holds up the controller's writes.
@@ -27,10 +28,6 @@ type KubeClients struct {
 	// the creation of pods: a large job's creations run at the full rate
 	// limit and never hold up the writes that list its running workers.
 	Creations kubernetes.Interface
-	// Listing is the same API with a rate limiter of its own too, for the
-	// writes that list running workers and take victims out of the
-	// discovery script.
-	Listing kubernetes.Interface
 	// Meta reads objects' metadata only, for caches of other pods.
 	Meta metadata.Interface
 	// Dynamic lists and watches MPIJobs as unstructured JSON, so that
@@ -47,7 +44,12 @@ func NewKubeClients(cfg *rest.Config) (KubeClients, error) {
 	kcfg.ContentType = runtime.ContentTypeProtobuf
 	kcfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	var err error
-	if cs.Kube, err = kubernetes.NewForConfig(kcfg); err != nil {
+	// The requests of urgent syncs have a budget of their own.
+	main := rest.CopyConfig(kcfg)
+	if main.RateLimiter == nil && main.QPS > 0 {
+		main.RateLimiter = newByPriority(main.QPS, main.Burst)
+	}
+	if cs.Kube, err = kubernetes.NewForConfig(main); err != nil {
 		return cs, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
 	if cs.Events, err = kubernetes.NewForConfig(kcfg); err != nil {
@@ -55,9 +57,6 @@ func NewKubeClients(cfg *rest.Config) (KubeClients, error) {
 	}
 	if cs.Creations, err = kubernetes.NewForConfig(kcfg); err != nil {
 		return cs, fmt.Errorf("creating the pod creations client: %w", err)
-	}
-	if cs.Listing, err = kubernetes.NewForConfig(kcfg); err != nil {
-		return cs, fmt.Errorf("creating the listing client: %w", err)
 	}
 	if cs.Meta, err = metadata.NewForConfig(cfg); err != nil {
 		return cs, fmt.Errorf("creating the metadata client: %w", err)

@@ -108,7 +108,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, gangHelp string) {
 	fs.StringVar(&o.LockNamespace, "lock-namespace", o.LockNamespace,
 		"Namespace of the leader-election Lease (named mpi-operator). It must exist.")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS,
-		"Sustained rate of requests to the Kubernetes API server, per second (upstream default: 5). Events, pod creations and the discovery fast path's writes each have a budget of this size of their own.")
+		"Sustained rate of requests to the Kubernetes API server, per second (upstream default: 5). Events and pod creations each have a budget of this size of their own.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst,
 		"Burst of requests to the Kubernetes API server (upstream default: 10).")
 	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion,

@@ -16,9 +16,18 @@ const MaxBatch = 16
 // failed, joined. A first of MaxBatch or more sends every batch at full size,
 // for requests unlikely to fail together, such as deletions.
 func InBatches(n, first int, fn func(i int) error) ([]int, error) {
+	return InBatchesUntil(n, first, nil, fn)
+}
+
+// InBatchesUntil is InBatches that also stops before a batch when stop,
+// if set, returns true.
+func InBatchesUntil(n, first int, stop func() bool, fn func(i int) error) ([]int, error) {
 	done := make([]int, 0, n)
 	size := max(min(first, MaxBatch), 1)
 	for start := 0; start < n; {
+		if start > 0 && stop != nil && stop() {
+			break
+		}
 		batch := min(size, n-start)
 		errs := runBatch(start, batch, fn)
 		for j, err := range errs {

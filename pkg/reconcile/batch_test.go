@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -91,6 +92,26 @@ func TestInBatchesSlowStart(t *testing.T) {
 	})
 	if err != nil {
 		t.Error(err)
+	}
+}
+
+// TestInBatchesUntil: stop is asked before each batch but the first, and
+// ends the calls there.
+func TestInBatchesUntil(t *testing.T) {
+	var calls, asked int
+	done, err := InBatchesUntil(20, 1, func() bool {
+		asked++
+		return calls >= 3
+	}, func(int) error {
+		calls++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Batches of 1 and 2, then stop.
+	if want := []int{0, 1, 2}; !slices.Equal(done, want) || calls != 3 || asked != 2 {
+		t.Errorf("done %v after %d calls and %d questions, want %v after 3 and 2", done, calls, asked, want)
 	}
 }
 

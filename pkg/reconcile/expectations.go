@@ -88,27 +88,40 @@ func (e *Expectations) ObserveCreate(key, name string) {
 // Observe is called for every state of an object of job key that the
 // informer shows. An expected change is settled only by a state that
 // includes it: an update event that was on its way before the change was
-// made does not count.
-func (e *Expectations) Observe(key string, obj metav1.Object) {
+// made does not count. It reports whether the state settled the last
+// change the job waited for, so that the job is no longer Changing: the
+// work that waited for it (the files) should follow at once.
+func (e *Expectations) Observe(key string, obj metav1.Object) (settled bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if p := e.jobs[key]; p != nil {
 		if shows, ok := p.changes[obj.GetUID()]; ok && shows(obj) {
-			delete(p.changes, obj.GetUID())
-			e.forgetIfDone(key, p)
+			return e.settle(key, p, obj.GetUID())
 		}
 	}
+	return false
 }
 
 // ObserveGone is called when the object with uid is deleted, and when a
-// request to change it failed: either way, no later state will come.
-func (e *Expectations) ObserveGone(key string, uid types.UID) {
+// request to change it failed: either way, no later state will come. It
+// reports what Observe does.
+func (e *Expectations) ObserveGone(key string, uid types.UID) (settled bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if p := e.jobs[key]; p != nil {
-		delete(p.changes, uid)
-		e.forgetIfDone(key, p)
+		if _, ok := p.changes[uid]; ok {
+			return e.settle(key, p, uid)
+		}
 	}
+	return false
+}
+
+// settle drops the expected change of uid and tells whether it was the
+// job's last.
+func (e *Expectations) settle(key string, p *pending, uid types.UID) bool {
+	delete(p.changes, uid)
+	e.forgetIfDone(key, p)
+	return len(p.changes) == 0
 }
 
 func (e *Expectations) forgetIfDone(key string, p *pending) {

@@ -139,3 +139,34 @@ func TestExpectationsOfAnyObject(t *testing.T) {
 		t.Fatal("not satisfied once both deletions were observed")
 	}
 }
+
+// TestObserveTellsTheLastChangeSettled: Observe and ObserveGone report the
+// event that settles the last change a job waited for, and no other.
+func TestObserveTellsTheLastChangeSettled(t *testing.T) {
+	e := NewExpectations(clocktesting.NewFakeClock(testNow))
+	const key = "ns/job"
+	a := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "a"}}
+	b := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "b"}}
+	e.ExpectChange(key, a.UID, ShowsAnnotation(annotationDrainingSince, "now"))
+	e.ExpectChange(key, b.UID, ShowsDeletion)
+	e.ExpectCreate(key, "c")
+	if e.Observe(key, a) {
+		t.Error("a state without the change settles it")
+	}
+	a.Annotations = map[string]string{annotationDrainingSince: "now"}
+	if e.Observe(key, a) {
+		t.Error("the first of two changes is reported as the last")
+	}
+	if e.ObserveGone(key, "unknown") {
+		t.Error("an object nothing was expected of settles the job")
+	}
+	if !e.ObserveGone(key, b.UID) {
+		t.Error("the last change seen is not reported")
+	}
+	if e.ObserveGone(key, b.UID) || e.Observe(key, a) {
+		t.Error("a change settled already is reported again")
+	}
+	if e.Changing(key) || e.Satisfied(key) {
+		t.Errorf("Changing %v, Satisfied %v; want the creation alone awaited", e.Changing(key), e.Satisfied(key))
+	}
+}

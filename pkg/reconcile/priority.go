@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
+
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -34,6 +36,11 @@ type Queue struct {
 	processing     map[string]bool
 	// again holds the keys added while being synced, with their urgency.
 	again map[string]bool
+	// since holds when each queued key, or each key in again, was added
+	// at the level it has (an urgent add of a plain key starts it anew);
+	// behind holds the keys that waited for their own sync in flight.
+	since  map[string]time.Time
+	behind map[string]bool
 	// owed is set when a worker that takes either kind of key took an
 	// urgent one while a plain key waited: the next such worker takes a
 	// plain key, so that one job's stream of urgent changes delays other
@@ -51,7 +58,7 @@ func NewQueue() *Queue {
 // NewQueueWithRateLimiter returns an empty Queue whose retries limiter
 // delays.
 func NewQueueWithRateLimiter(limiter workqueue.TypedRateLimiter[string]) *Queue {
-	q := &Queue{limiter: limiter, queued: map[string]bool{}, processing: map[string]bool{}, again: map[string]bool{}}
+	q := &Queue{limiter: limiter, queued: map[string]bool{}, processing: map[string]bool{}, again: map[string]bool{}, since: map[string]time.Time{}, behind: map[string]bool{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
@@ -93,7 +100,12 @@ func (q *Queue) add(key string, urgent bool) {
 	case q.shutdown:
 		return
 	case q.processing[key]:
-		q.again[key] = q.again[key] || urgent
+		was, ok := q.again[key]
+		if !ok || (urgent && !was) {
+			q.since[key] = time.Now()
+		}
+		q.again[key] = was || urgent
+		q.behind[key] = true
 		return
 	}
 	was, queued := q.queued[key]
@@ -104,6 +116,10 @@ func (q *Queue) add(key string, urgent bool) {
 		q.urgent = append(q.urgent, key)
 	default:
 		q.normal = append(q.normal, key)
+	}
+	if _, ok := q.since[key]; !ok || queued {
+		// A key re-queued by Done keeps the time it was added at.
+		q.since[key] = time.Now()
 	}
 	q.queued[key] = urgent
 	q.cond.Broadcast()
@@ -164,10 +180,33 @@ func (q *Queue) pop(list *[]string, urgent bool) (string, bool) {
 		if level, ok := q.queued[key]; ok && level == urgent {
 			delete(q.queued, key)
 			q.processing[key] = true
+			q.observeWait(key, urgent)
 			return key, true
 		}
 	}
 	return "", false
+}
+
+// observeWait records how long key waited in the queue.
+func (q *Queue) observeWait(key string, urgent bool) {
+	since, ok := q.since[key]
+	behind := q.behind[key]
+	delete(q.since, key)
+	delete(q.behind, key)
+	if !ok {
+		return
+	}
+	metrics.QueueWaitSeconds.WithLabelValues(syncKinds[btoi(urgent)], waitKinds[btoi(behind)]).Observe(time.Since(since).Seconds())
+}
+
+// waitKinds label a key's wait by whether its own sync was in flight.
+var waitKinds = [2]string{"queue", "own_sync"}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // plainWaiting tells whether a key queued without urgency waits, dropping
@@ -192,6 +231,15 @@ func (q *Queue) Done(key string) {
 	if again {
 		q.add(key, urgent)
 	}
+}
+
+// UrgentAgain tells whether key, while being synced, was added again
+// urgently: a sync that has long work left can give way to the sync that
+// change asks for.
+func (q *Queue) UrgentAgain(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.processing[key] && q.again[key]
 }
 
 // Len is the number of keys queued and not being synced.

@@ -8,6 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
+
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
 // SyncFunc reconciles the job of key and says how long to wait before it
@@ -36,15 +38,33 @@ func ProcessNextUrgent(ctx context.Context, queue *Queue, health *Health, sync S
 	return true
 }
 
+// urgentSync marks the context of the sync of an urgent key.
+type urgentSync struct{}
+
+// Urgent tells whether ctx is that of the sync of an urgent key: an API
+// client can then send its requests on a budget of their own (see
+// operator.NewKubeClients), so that a burst of other syncs' writes never
+// holds back the one that lists a running worker.
+func Urgent(ctx context.Context) bool {
+	urgent, _ := ctx.Value(urgentSync{}).(bool)
+	return urgent
+}
+
+// syncKinds label the syncs by priority in metrics.SyncSeconds.
+var syncKinds = [2]string{"main", "urgent"}
+
 func process(ctx context.Context, queue *Queue, health *Health, sync SyncFunc, key string, priority int) {
 	defer queue.Done(key)
 	logger := klog.FromContext(ctx).WithValues("mpijob", key)
 	if priority > 0 {
 		logger = logger.WithValues("urgent", true)
+		ctx = context.WithValue(ctx, urgentSync{}, true)
 	}
 	ctx = klog.NewContext(ctx, logger)
 	slot := health.SyncStarted()
+	start := time.Now()
 	requeue, err := sync(ctx, key)
+	metrics.SyncSeconds.WithLabelValues(syncKinds[min(priority, 1)]).Observe(time.Since(start).Seconds())
 	health.SyncFinished(slot)
 	Settle(ctx, queue, key, priority, requeue, err)
 }

@@ -7,11 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
 // newTestQueue returns a queue whose retries come after backoff.
@@ -228,11 +232,95 @@ func TestKeyAddedWhileSyncedComesBackAfterDone(t *testing.T) {
 	}
 }
 
+// TestUrgentAgain: only an urgent add of a key being synced asks its sync
+// to give way.
+func TestUrgentAgain(t *testing.T) {
+	q := NewQueue()
+	defer q.ShutDown()
+	AddUrgent(q, "ns/queued")
+	if q.UrgentAgain("ns/queued") {
+		t.Error("a key waiting in the queue asks a sync to give way")
+	}
+	q.Add("ns/a")
+	key, _, _ := q.GetWithPriority()
+	if key != "ns/queued" {
+		t.Fatalf("took %q, want the urgent key first", key)
+	}
+	key, _ = q.Get()
+	q.Add(key)
+	if q.UrgentAgain(key) {
+		t.Error("a plain add while synced asks the sync to give way")
+	}
+	AddUrgent(q, key)
+	if !q.UrgentAgain(key) {
+		t.Error("an urgent add while synced does not ask the sync to give way")
+	}
+	q.Done(key)
+	if q.UrgentAgain(key) {
+		t.Error("a key no longer synced asks a sync to give way")
+	}
+}
+
 func TestQueueShutsDownTwice(t *testing.T) {
 	q := NewQueue()
 	q.ShutDown()
 	q.ShutDown()
 	if _, shutdown := q.Get(); !shutdown {
 		t.Error("Get after ShutDown hands out a key")
+	}
+}
+
+// waitSamples reads the count and sum of the queue wait observed for a
+// priority and a cause.
+func waitSamples(t *testing.T, queue, cause string) (uint64, float64) {
+	t.Helper()
+	m := &dto.Metric{}
+	if err := metrics.QueueWaitSeconds.WithLabelValues(queue, cause).(prometheus.Metric).Write(m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// TestQueueWaitIsObserved: each key handed out observes how long it
+// waited, by its priority, and whether its own job's sync held it: an
+// urgent add made during that sync counts from the add to the hand-out
+// after Done; a plain key moved up counts from its urgent add.
+func TestQueueWaitIsObserved(t *testing.T) {
+	const hold = 200 * time.Millisecond
+	type sample struct{ queue, cause string }
+	before := map[sample]uint64{}
+	sums := map[sample]float64{}
+	for _, s := range []sample{{"main", "queue"}, {"urgent", "queue"}, {"urgent", "own_sync"}} {
+		before[s], sums[s] = waitSamples(t, s.queue, s.cause)
+	}
+	q := NewQueue()
+	defer q.ShutDown()
+
+	q.Add("ns/plain")
+	q.Get()
+	AddUrgent(q, "ns/urgent")
+	key, _ := q.Get()
+	AddUrgent(q, key)
+	time.Sleep(hold)
+	q.Done(key)
+	q.Get()
+	q.Add("ns/moved")
+	time.Sleep(hold)
+	AddUrgent(q, "ns/moved")
+	q.Get()
+
+	want := map[sample]uint64{{"main", "queue"}: 1, {"urgent", "queue"}: 2, {"urgent", "own_sync"}: 1}
+	for s, n := range want {
+		count, sum := waitSamples(t, s.queue, s.cause)
+		if count-before[s] != n {
+			t.Errorf("%v: %d samples, want %d", s, count-before[s], n)
+		}
+		waited := time.Duration((sum - sums[s]) * float64(time.Second))
+		switch {
+		case s.cause == "own_sync" && waited < hold:
+			t.Errorf("%v: waited %v, less than the sync it waited for (%v)", s, waited, hold)
+		case s.cause == "queue" && waited >= hold:
+			t.Errorf("%v: waited %v, counted from before the urgent add", s, waited)
+		}
 	}
 }

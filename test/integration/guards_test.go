@@ -59,7 +59,7 @@ func TestDeadlinePassedListsNoNewWorker(t *testing.T) {
 	time.Sleep(time.Until(start.Add(16 * time.Second)))
 	ungate(t, ns, "late-worker-1")
 	waitForRunning(t, ns, "late-worker-1")
-	// Long enough for the fast path, which lists a Running worker within
+	// Long enough for the urgent sync, which lists a Running worker within
 	// milliseconds, to have acted on the pod's event.
 	time.Sleep(3 * time.Second)
 	if c := condition(getJob(t, ns, "late"), common.JobFailed); c != nil {

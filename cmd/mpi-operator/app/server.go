@@ -39,7 +39,6 @@ type clients struct {
 	kube    kubernetes.Interface
 	events  kubernetes.Interface // the same API, its own rate limits
 	creates kubernetes.Interface // the same again, for pod creations
-	listing kubernetes.Interface // and for the discovery fast path
 	meta    metadata.Interface   // objects' metadata only, for caches of other pods
 	dynamic dynamic.Interface    // MPIJobs as JSON, decoded one by one
 	mpi     clientset.Interface
@@ -105,7 +104,7 @@ func newClients(cfg *rest.Config, gang bool) (clients, error) {
 	if err != nil {
 		return clients{}, err
 	}
-	cs := clients{kube: kc.Kube, events: kc.Events, creates: kc.Creations, listing: kc.Listing, meta: kc.Meta, dynamic: kc.Dynamic}
+	cs := clients{kube: kc.Kube, events: kc.Events, creates: kc.Creations, meta: kc.Meta, dynamic: kc.Dynamic}
 	if cs.mpi, err = clientset.NewForConfig(cfg); err != nil {
 		return cs, fmt.Errorf("creating the MPIJob client: %w", err)
 	}
@@ -164,7 +163,6 @@ func runController(ctx context.Context, cs clients, o *Options, running *operato
 	return operator.RunController(ctx, running, o.Threadiness, func(ctx context.Context) (operator.Informers, operator.Controller) {
 		cfg.EventClient = cs.events
 		cfg.CreationClient = cs.creates
-		cfg.ListingClient = cs.listing
 		inf := controller.NewInformers(cs.kube, cs.meta, cs.mpi, vc, cfg)
 		return inf, controller.NewMPIJobController(ctx, cs.kube, cs.mpi, vc, inf, cfg)
 	})

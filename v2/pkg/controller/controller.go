@@ -21,6 +21,7 @@ import (
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanolisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
@@ -184,7 +185,7 @@ func (c *MPIJobController) enqueueJob(obj any) {
 // replicas changed.
 func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
 	if m, ok := newObj.(metav1.Object); ok {
-		c.Enqueue(m.GetNamespace()+"/"+m.GetName(), resized(oldObj, newObj))
+		c.Enqueue(m.GetNamespace()+"/"+m.GetName(), engine.Resized(oldObj, newObj, specReplicas))
 	}
 }
 
@@ -245,21 +246,23 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 		return
 	}
 	oldPod, ok := oldObj.(*corev1.Pod)
-	c.observePod(newPod, ok && discoverabilityChanged(oldPod, newPod))
+	c.observePod(newPod, ok && elastic.DiscoverabilityChanged(oldPod, newPod, isWorker))
 }
 
 // observePod tells the expectations of pod, as it is now, and enqueues its
-// job.
+// job, urgently when urgent or when the pod shows the last of the
+// controller's own changes that the job's files waited for.
 func (c *MPIJobController) observePod(pod *corev1.Pod, urgent bool) {
 	if key, ok := podJob(pod); ok {
 		c.Expectations.ObserveCreate(key, pod.Name)
-		c.Expectations.Observe(key, pod)
-		c.Enqueue(key, urgent)
+		settled := c.Expectations.Observe(key, pod)
+		c.Enqueue(key, urgent || settled)
 	}
 }
 
 // handlePodGone tells the expectations that a pod is gone and enqueues its
-// job, urgently when discover_hosts.sh may have listed it.
+// job, urgently when discover_hosts.sh may have listed it or the job's
+// files waited for it to go.
 func (c *MPIJobController) handlePodGone(obj any) {
 	pod, ok := untombstone(obj).(*corev1.Pod)
 	if !ok {
@@ -267,8 +270,8 @@ func (c *MPIJobController) handlePodGone(obj any) {
 	}
 	if key, ok := podJob(pod); ok {
 		c.Expectations.ObserveCreate(key, pod.Name)
-		c.Expectations.ObserveGone(key, pod.UID)
-		c.Enqueue(key, discoverabilityChanged(pod, nil))
+		settled := c.Expectations.ObserveGone(key, pod.UID)
+		c.Enqueue(key, elastic.DiscoverabilityChanged(pod, nil, isWorker) || settled)
 	}
 }
 

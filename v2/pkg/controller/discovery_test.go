@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func TestDiscoverabilityChanged(t *testing.T) {
 		{"launcher turns Running", launcherPending, launcher, false},
 	}
 	for _, tc := range cases {
-		if got := discoverabilityChanged(tc.old, tc.new); got != tc.want {
+		if got := elastic.DiscoverabilityChanged(tc.old, tc.new, isWorker); got != tc.want {
 			t.Errorf("%s: discoverabilityChanged = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -199,5 +200,42 @@ func TestConflictIsRetriedWithBackoff(t *testing.T) {
 	}
 	if _, discover := f.files(); discover != script("job-worker-0") {
 		t.Errorf("discover_hosts.sh after the retries:\n%s", discover)
+	}
+}
+
+// A sync whose job is queued urgently while it writes the files gives way
+// right after them: it creates no worker and writes no status, and the job
+// is queued again, urgently, for the sync that carries on, which creates
+// the workers.
+func TestSyncGivesWayAfterTheFiles(t *testing.T) {
+	f := newFixture(t).start(storedJob(2, withElastic(1, 4)))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	f.updateJob(func(j *v2beta1.MPIJob) {
+		j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].Replicas = ptr(int32(4))
+		// A status that must be written: a count that is off.
+		j.Status.ReplicaStatuses[v2beta1.MPIReplicaTypeWorker].Active = 7
+	})
+	f.refresh()
+	drain(f)
+	f.kube.PrependReactor("update", "configmaps", func(core.Action) (bool, runtime.Object, error) {
+		f.c.Enqueue(testKey, true)
+		return false, nil, nil
+	})
+	f.c.Queue.Add(testKey)
+	f.c.ProcessNext(f.ctx, f.c.syncHandler)
+	f.expectWrites(action{"update", "configmaps", "", "job-config"})
+	key, priority, _ := f.c.Queue.GetWithPriority()
+	if key != testKey || priority != 1 {
+		t.Fatalf("queued %q at priority %d, want %q, urgently", key, priority, testKey)
+	}
+	f.c.Queue.Done(key)
+
+	f.refresh()
+	f.kube.ReactionChain = f.kube.ReactionChain[1:]
+	f.c.Queue.Add(testKey)
+	f.c.ProcessNext(f.ctx, f.c.syncHandler)
+	if w := f.writes(); !slices.Contains(w, action{"create", "pods", "", "job-worker-3"}) ||
+		!slices.Contains(w, action{"update", "mpijobs", "status", "job"}) {
+		t.Errorf("the next sync wrote %v, want the workers created and the status", w)
 	}
 }

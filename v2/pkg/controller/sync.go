@@ -52,6 +52,9 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 
 	requeue, err := c.reconcile(ctx, job, now)
 	updateBlocked(&job.Status, err, now)
+	if c.GivingWay(key) {
+		return requeue, err
+	}
 	if c.StatusWrites.Unseen(key, shared.ResourceVersion) {
 		// A status written from this cache would only conflict; the event
 		// of the last write brings the job back.
@@ -139,7 +142,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *v2beta1.MPI
 		return 0, err
 	}
 	out, err := c.syncWorkers(ctx, job, pods, now)
-	if err != nil || conditions.Finished(job.Status.Conditions) {
+	if err != nil || out.gaveWay || conditions.Finished(job.Status.Conditions) {
 		return 0, err
 	}
 	launcher, err = c.syncLauncher(ctx, job, launcher, out)

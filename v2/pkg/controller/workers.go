@@ -26,6 +26,9 @@ type workerOutcome struct {
 	// settled is true when the cache showed every pod write of the
 	// controller's for the job, so the plan was carried out in full.
 	settled bool
+	// gaveWay is true when the engine stopped after the files for the
+	// sync of an urgent change (engine.Outcome.GaveWay).
+	gaveWay bool
 	requeue time.Duration
 }
 
@@ -94,7 +97,7 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 		Worker: func(i int) *corev1.Pod { return newWorker(job, i, c.gang, c.cfg.ClusterDomain) },
 		Event:  c.eventOn(job),
 	})
-	out.settled = acted.Settled
+	out.settled, out.gaveWay = acted.Settled, acted.GaveWay
 	out.requeue = elastic.Sooner(acted.Requeue, clock.Left)
 	return out, err
 }
