@@ -109,7 +109,7 @@ func TestBuildJobRefuses(t *testing.T) {
 		{"no workers", with(func(r *JobRequest) { r.Workers = 0 }), "--workers must be at least 1, got 0"},
 		{"min above workers", with(func(r *JobRequest) { r.MinWorkers = 3 }), "--min-workers (3) is above --workers (2)"},
 		{"max below workers", with(func(r *JobRequest) { r.MaxWorkers = 1 }), "--max-workers (1) is below --workers (2)"},
-		{"max above the bound", with(func(r *JobRequest) { r.MaxWorkers = kubeflow.MaxWorkers + 1 }), "--max-workers (5001) is above the most workers a job may have (5000)"},
+		{"max above the bound", with(func(r *JobRequest) { r.MaxWorkers = kubeflow.MaxWorkers + 1 }), "--max-workers (5001) is above the most workers a kubeflow.org/v1 job may have (5000)"},
 		{"negative GPUs", with(func(r *JobRequest) { r.GPUs = -1 }), "--gpus must not be negative, got -1"},
 		{"bad CPU", with(func(r *JobRequest) { r.CPU = "lots" }), `invalid --cpu "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`},
 		{"zero memory", with(func(r *JobRequest) { r.Memory = "0" }), `invalid --memory "0": must be positive`},
@@ -122,5 +122,49 @@ func TestBuildJobRefuses(t *testing.T) {
 				t.Errorf("BuildJob error = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestBuildV2beta1Job: the v2beta1 job has BuildJob's launcher and
+// bounds, its clean-up policy in runPolicy, and workers that run sshd.
+func TestBuildV2beta1Job(t *testing.T) {
+	got, err := BuildV2beta1Job(JobRequest{Name: "mnist", Namespace: "ml", Image: "horovod:1", Workers: 2, MaxWorkers: 4, GPUs: 1,
+		Command: []string{"python", "train.py"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &V2beta1Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob"},
+		ObjectMeta: metav1.ObjectMeta{Name: "mnist", Namespace: "ml"},
+		Spec: V2beta1JobSpec{
+			SlotsPerWorker: ptrTo[int32](1),
+			RunPolicy:      V2beta1RunPolicy{CleanPodPolicy: ptrTo(common.CleanPodPolicyRunning)},
+			ElasticPolicy:  &kubeflow.ElasticPolicy{MinReplicas: ptrTo[int32](1), MaxReplicas: ptrTo[int32](4), DrainSeconds: ptrTo[int32](30)},
+			MPIReplicaSpecs: map[common.ReplicaType]*common.ReplicaSpec{
+				"Launcher": {
+					Replicas: ptrTo[int32](1),
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: "mpi-launcher", Image: "horovod:1", Command: horovodrun("2", "1", "4", "python", "train.py"),
+					}}}},
+				},
+				"Worker": {
+					Replicas: ptrTo[int32](2),
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: "mpi-worker", Image: "horovod:1",
+						Command:   []string{"/bin/sh", "-c"},
+						Args:      []string{"mkdir -p /run/sshd && ssh-keygen -A && exec /usr/sbin/sshd -De -o StrictModes=no"},
+						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}},
+					}}}},
+				},
+			},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("BuildV2beta1Job (-want +got):\n%s", diff)
+	}
+	// The v2beta1 CRD admits fewer workers.
+	_, err = BuildV2beta1Job(JobRequest{Name: "mnist", Image: "horovod:1", Workers: 2, MaxWorkers: 1001, Command: []string{"python"}})
+	if want := "--max-workers (1001) is above the most workers a kubeflow.org/v2beta1 job may have (1000)"; err == nil || err.Error() != want {
+		t.Errorf("error = %v, want %q", err, want)
 	}
 }

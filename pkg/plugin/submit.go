@@ -5,8 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
@@ -28,7 +26,11 @@ The launcher runs horovodrun with -np, --min-np and --max-np set to --workers,
 --min-workers and --max-workers times --slots, and with the operator's
 discovery script (` + DiscoverHostsPath + `), so that Horovod follows the
 workers as the job is scaled. Each worker gets --gpus nvidia.com/gpu and
---cpu and --memory as requests and limits.`,
+--cpu and --memory as requests and limits.
+
+A kubeflow.org/v2beta1 job reaches its workers over SSH: their container
+runs sshd in the foreground (` + SSHDScript + `),
+so the image must have sshd and ssh-keygen, as horovod's images do.`,
 		Example: `  # Four workers of one GPU each, elastic between 2 and 8
   kubectl mpijob submit mnist --image horovod/horovod:0.28.1 --workers 4 --min-workers 2 --max-workers 8 --gpus 1 \
     -- python /horovod/examples/elastic/tensorflow2/tensorflow2_mnist_elastic.py
@@ -86,7 +88,7 @@ func runSubmit(cmd *cobra.Command, env *Env, req JobRequest, dryRun string, prin
 		return err
 	}
 	req.Namespace = c.Namespace
-	job, err := BuildJob(req)
+	job, err := buildObject(c.API, req)
 	if err != nil {
 		return err
 	}
@@ -95,19 +97,9 @@ func runSubmit(cmd *cobra.Command, env *Env, req JobRequest, dryRun string, prin
 		if dryRun == "server" {
 			opts.DryRun = []string{metav1.DryRunAll}
 		}
-		if job, err = c.MPI.KubeflowV1().MPIJobs(c.Namespace).Create(cmd.Context(), job, opts); err != nil {
+		if job, err = c.jobs(c.Namespace).Create(cmd.Context(), job, opts); err != nil {
 			return err
 		}
-	}
-	if dryRun == "client" {
-		// A job not sent has no status: leave it out, so that the output
-		// can be created as it is.
-		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(job)
-		if err != nil {
-			return err
-		}
-		delete(obj, "status")
-		return printer.PrintObj(&unstructured.Unstructured{Object: obj}, env.Out)
 	}
 	return printer.PrintObj(job, env.Out)
 }
