@@ -101,9 +101,15 @@ func (e *Env) clientsFromFlags() (*Clients, error) {
 // NewCommand returns the root command `kubectl mpijob` with its
 // subcommands.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRootCommand(newEnv(streams))
+}
+
+// newEnv is the environment of a run from the command line: the clients
+// from the kubeconfig flags.
+func newEnv(streams genericiooptions.IOStreams) *Env {
 	env := &Env{IOStreams: streams, ConfigFlags: genericclioptions.NewConfigFlags(true)}
 	env.NewClients = env.clientsFromFlags
-	return newRootCommand(env)
+	return env
 }
 
 func newRootCommand(env *Env) *cobra.Command {

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -479,4 +481,25 @@ func writeTemp(t *testing.T, content string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestNoKubeconfig runs the plugin where kubectl's loading rules find no
+// kubeconfig: it says so, where it looked and how to point at one, instead
+// of failing to reach localhost:8080.
+func TestNoKubeconfig(t *testing.T) {
+	home := t.TempDir()
+	cmd := exec.Command(env.plugin, "list")
+	cmd.Env = append(harness.Environ("KUBECONFIG", "HOME", "KUBERNETES_MASTER", "KUBERNETES_SERVICE_HOST"), "HOME="+home)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("kubectl mpijob list without a kubeconfig: %v, want exit 1", err)
+	}
+	want := "error: no configuration has been provided: no kubeconfig names a cluster (looked in " + home + "/.kube/config).\n" +
+		"Point kubectl mpijob at one as you would kubectl: --kubeconfig FILE, KUBECONFIG=FILE[:FILE...] in the environment, or --server URL\n"
+	if stderr.String() != want || stdout.Len() > 0 {
+		t.Errorf("stdout %q, stderr %q\nwant stderr %q", stdout.String(), stderr.String(), want)
+	}
 }
