@@ -195,7 +195,8 @@ printed again on every change until the job is deleted or you interrupt it.`,
 		Example: `  kubectl mpijob get mnist
   kubectl mpijob get mnist -o wide --watch
   kubectl mpijob get mnist -o yaml`,
-		Args: exactlyOneName,
+		Args:              exactlyOneName,
+		ValidArgsFunction: completeJobName(env),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGet(cmd.Context(), env, out, args[0], watch)
 		},

@@ -33,7 +33,8 @@ I. The container is the launcher's first container, or the workers' main
 container (spec.mainContainer, else the first); -c chooses another.`,
 		Example: `  kubectl mpijob logs mnist -f
   kubectl mpijob logs mnist --worker 2 --tail 20`,
-		Args: exactlyOneName,
+		Args:              exactlyOneName,
+		ValidArgsFunction: completeJobName(env),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if launcher && cmd.Flags().Changed("worker") {
 				return fmt.Errorf("give --launcher or --worker, not both")
@@ -145,8 +146,9 @@ func newDeleteCommand(env *Env) *cobra.Command {
 		Long: `Delete an MPIJob; the garbage collector deletes its pods, ConfigMap and
 RBAC objects after it. With --wait (the default) the command returns once the
 MPIJob itself is gone.`,
-		Example: `  kubectl mpijob delete mnist`,
-		Args:    exactlyOneName,
+		Example:           `  kubectl mpijob delete mnist`,
+		Args:              exactlyOneName,
+		ValidArgsFunction: completeJobName(env),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDelete(cmd.Context(), env, args[0], wait, timeout)
 		},

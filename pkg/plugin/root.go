@@ -152,6 +152,7 @@ without it, v1 when the cluster serves it, else v2beta1.`,
 		newScaleInCommand(env),
 		newLogsCommand(env),
 		newDeleteCommand(env),
+		newVersionCommand(env),
 	)
 	return root
 }

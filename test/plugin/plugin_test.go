@@ -503,3 +503,25 @@ func TestNoKubeconfig(t *testing.T) {
 		t.Errorf("stdout %q, stderr %q\nwant stderr %q", stdout.String(), stderr.String(), want)
 	}
 }
+
+// TestVersionAndCompletion: version names the MPIJob versions the cluster
+// serves, the one in use marked, and the shell completion of a job name
+// lists the namespace's jobs.
+func TestVersionAndCompletion(t *testing.T) {
+	out := mustPlugin(t, "version")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^Plugin version: \S+ \(commit [0-9a-f]+(-dirty)?, go[0-9.]+, linux/\w+\)$`),
+		regexp.MustCompile(`(?m)^Server version: v1\.\d+\.\d+$`),
+		regexp.MustCompile(`(?m)^MPIJob APIs served: kubeflow\.org/v1 \(used\)$`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("version does not match %s:\n%s", want, out)
+		}
+	}
+	t.Cleanup(func() { remove(t, "complete-me") })
+	mustPlugin(t, "submit", "complete-me", "--image", "horovod/horovod:0.28.1", "--", "python", "train.py")
+	r := plugin(t, "__complete", "get", "complete-")
+	if r.code != 0 || r.stdout != "complete-me\n:4\n" {
+		t.Errorf("completion of get complete-: %s", r)
+	}
+}
