@@ -2,11 +2,11 @@ package plugin
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,6 +40,12 @@ type JobRequest struct {
 	Slots int32
 	// CPU and Memory per worker, requests and limits alike; empty for none.
 	CPU, Memory string
+	// LauncherCPU and LauncherMemory are the launcher's, requests and
+	// limits alike; empty for none.
+	LauncherCPU, LauncherMemory string
+	// PodOptions go into the pod templates of the launcher and the workers
+	// alike; their labels and annotations go on the job too.
+	PodOptions
 	// DrainSeconds of the elastic policy; nil means 30.
 	DrainSeconds *int32
 	// Command is the training program that horovodrun starts on every slot.
@@ -159,32 +165,38 @@ func (r JobRequest) parts(api API) (jobParts, error) {
 	if err := r.validate(api); err != nil {
 		return jobParts{}, err
 	}
-	workerResources, err := r.workerResources()
+	workerResources, err := resources("--cpu", r.CPU, "--memory", r.Memory, r.GPUs)
+	if err != nil {
+		return jobParts{}, err
+	}
+	launcherResources, err := resources("--launcher-cpu", r.LauncherCPU, "--launcher-memory", r.LauncherMemory, 0)
+	if err != nil {
+		return jobParts{}, err
+	}
+	pod, err := r.podParts(api)
 	if err != nil {
 		return jobParts{}, err
 	}
 	launcher := &common.ReplicaSpec{
 		Replicas: ptrTo[int32](1),
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name:    LauncherContainer,
-				Image:   r.Image,
-				Command: r.horovodrun(),
-			}},
-		}},
+		Template: pod.template(corev1.Container{
+			Name:      LauncherContainer,
+			Image:     r.Image,
+			Command:   r.horovodrun(),
+			Resources: launcherResources,
+		}),
 	}
 	worker := &common.ReplicaSpec{
 		Replicas: ptrTo(r.Workers),
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name:      WorkerContainer,
-				Image:     r.Image,
-				Resources: workerResources,
-			}},
-		}},
+		Template: pod.template(corev1.Container{
+			Name:      WorkerContainer,
+			Image:     r.Image,
+			Resources: workerResources,
+		}),
 	}
 	return jobParts{
-		meta:      metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace},
+		meta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace,
+			Labels: maps.Clone(pod.labels), Annotations: maps.Clone(pod.annotations)},
 		slots:     ptrTo(r.Slots),
 		cleanPods: ptrTo(common.CleanPodPolicyRunning),
 		elastic: &kubeflow.ElasticPolicy{
@@ -252,43 +264,6 @@ func (r JobRequest) validate(api API) error {
 		return fmt.Errorf("--drain-seconds must be within 0 and 3600, got %d", *r.DrainSeconds)
 	}
 	return nil
-}
-
-// workerResources are the requests and limits of a worker's container.
-func (r JobRequest) workerResources() (corev1.ResourceRequirements, error) {
-	var res corev1.ResourceRequirements
-	set := func(name corev1.ResourceName, flag, value string) error {
-		if value == "" {
-			return nil
-		}
-		q, err := resource.ParseQuantity(value)
-		if err != nil {
-			return fmt.Errorf("invalid %s %q: %w", flag, value, err)
-		}
-		if q.Sign() <= 0 {
-			return fmt.Errorf("invalid %s %q: must be positive", flag, value)
-		}
-		if res.Limits == nil {
-			res.Limits, res.Requests = corev1.ResourceList{}, corev1.ResourceList{}
-		}
-		res.Limits[name], res.Requests[name] = q, q
-		return nil
-	}
-	if err := set(corev1.ResourceCPU, "--cpu", r.CPU); err != nil {
-		return res, err
-	}
-	if err := set(corev1.ResourceMemory, "--memory", r.Memory); err != nil {
-		return res, err
-	}
-	if r.GPUs > 0 {
-		// Extended resources take limits only; the API server copies them
-		// into the requests.
-		if res.Limits == nil {
-			res.Limits = corev1.ResourceList{}
-		}
-		res.Limits[ResourceGPU] = *resource.NewQuantity(r.GPUs, resource.DecimalSI)
-	}
-	return res, nil
 }
 
 // horovodrun is the launcher's command: elastic horovodrun over the

@@ -12,9 +12,9 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 )
 
-// wantJob is the job BuildJob should make: launcher command, worker
-// resources, slots and bounds as given.
-func wantJob(command []string, res corev1.ResourceRequirements, slots, workers, lo, hi, drain int32) *kubeflow.MPIJob {
+// wantJob is the job BuildJob should make of 2 workers: launcher command,
+// worker resources, slots and bounds as given.
+func wantJob(command []string, res corev1.ResourceRequirements, slots, lo, hi, drain int32) *kubeflow.MPIJob {
 	clean := common.CleanPodPolicyRunning
 	return &kubeflow.MPIJob{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "kubeflow.org/v1", Kind: "MPIJob"},
@@ -31,7 +31,7 @@ func wantJob(command []string, res corev1.ResourceRequirements, slots, workers, 
 					}}}},
 				},
 				kubeflow.MPIReplicaTypeWorker: {
-					Replicas: &workers,
+					Replicas: ptrTo[int32](2),
 					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
 						Name: "mpi-worker", Image: "horovod:1", Resources: res,
 					}}}},
@@ -61,13 +61,13 @@ func TestBuildJob(t *testing.T) {
 	}{{
 		name: "defaults: one slot, min 1, max the workers",
 		req:  base,
-		want: wantJob(horovodrun("2", "1", "2", "python", "train.py"), corev1.ResourceRequirements{}, 1, 2, 1, 2, 30),
+		want: wantJob(horovodrun("2", "1", "2", "python", "train.py"), corev1.ResourceRequirements{}, 1, 1, 2, 30),
 	}, {
 		name: "GPUs give the slots and the limit",
 		req:  with(func(r *JobRequest) { r.GPUs, r.MinWorkers, r.MaxWorkers = 4, 1, 8 }),
 		want: wantJob(horovodrun("8", "4", "32", "python", "train.py"), corev1.ResourceRequirements{
 			Limits: corev1.ResourceList{"nvidia.com/gpu": q("4")},
-		}, 4, 2, 1, 8, 30),
+		}, 4, 1, 8, 30),
 	}, {
 		name: "slots, CPU, memory and drain as given",
 		req: with(func(r *JobRequest) {
@@ -76,7 +76,7 @@ func TestBuildJob(t *testing.T) {
 		want: wantJob(horovodrun("4", "4", "6", "python", "train.py"), corev1.ResourceRequirements{
 			Limits:   corev1.ResourceList{"cpu": q("500m"), "memory": q("4Gi"), "nvidia.com/gpu": q("1")},
 			Requests: corev1.ResourceList{"cpu": q("500m"), "memory": q("4Gi")},
-		}, 2, 2, 2, 3, 0),
+		}, 2, 2, 3, 0),
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
@@ -28,13 +29,13 @@ import (
 // all of them running and listed. The job and its pods are gone when the
 // test ends, so that each test schedules onto empty nodes: a test that
 // counts on where GPUs are free depends on no other test's pods.
-func submit(t *testing.T, name string, workers, maxWorkers, gpus int) {
+func submit(t *testing.T, name string, workers, maxWorkers, gpus int, flags ...string) {
 	t.Helper()
 	t.Cleanup(func() { remove(t, name) })
-	out := mustPlugin(t, "submit", name, "--image", "horovod/horovod:0.28.1",
+	args := append([]string{"submit", name, "--image", "horovod/horovod:0.28.1",
 		"--workers", fmt.Sprint(workers), "--min-workers", "1", "--max-workers", fmt.Sprint(maxWorkers),
-		"--gpus", fmt.Sprint(gpus), "--cpu", "500m", "--memory", "1Gi", "--drain-seconds", "2",
-		"--", "python", "train.py")
+		"--gpus", fmt.Sprint(gpus), "--cpu", "500m", "--memory", "1Gi", "--drain-seconds", "2"}, flags...)
+	out := mustPlugin(t, append(args, "--", "python", "train.py")...)
 	if want := fmt.Sprintf("mpijob.kubeflow.org/%s created\n", name); out != want {
 		t.Fatalf("submit printed %q, want %q", out, want)
 	}
@@ -529,3 +530,152 @@ func TestVersionAndCompletion(t *testing.T) {
 		t.Errorf("completion of get complete-: %s", r)
 	}
 }
+
+// TestSubmitPodOptions submits a job with each of submit's pod options and
+// checks them on the pods the operator made and on the job: the variables,
+// a PersistentVolumeClaim bound to a volume, a directory of the node and a
+// ConfigMap mounted, the node selector, the toleration, the pull secret,
+// the labels and annotations, and the launcher's resources.
+func TestSubmitPodOptions(t *testing.T) {
+	objects := `apiVersion: v1
+kind: ConfigMap
+metadata: {name: train-settings}
+data: {lr: "0.1"}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: plugin-e2e-train-data}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadOnlyMany]
+  storageClassName: plugin-e2e
+  hostPath: {path: /tmp/train-data}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: train-data}
+spec:
+  accessModes: [ReadOnlyMany]
+  storageClassName: plugin-e2e
+  resources: {requests: {storage: 1Gi}}
+`
+	if _, err := kubectl("apply", "-f", writeTemp(t, objects)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := kubectl("delete", "-f", writeTemp(t, objects), "--ignore-not-found"); err != nil {
+			t.Error(err)
+		}
+	})
+	submit(t, "opts", 1, 2, 0, "--env", "NCCL_DEBUG=INFO", "--env", "EPOCHS=3",
+		"--volume", "pvc:train-data:/data:ro", "--volume", "hostpath:/mnt/cache:/cache", "--volume", "configmap:train-settings:/etc/settings",
+		"--node-selector", "type=kwok", "--toleration", "dedicated=ml:NoSchedule", "--image-pull-secret", "registry",
+		"--label", "team=vision", "--annotation", "owner=ana@example.com",
+		"--launcher-cpu", "250m", "--launcher-memory", "256Mi")
+
+	var job struct {
+		Metadata struct{ Labels, Annotations map[string]string } `json:"metadata"`
+	}
+	getJSON(t, &job, "mpijob", "opts")
+	if job.Metadata.Labels["team"] != "vision" || job.Metadata.Annotations["owner"] != "ana@example.com" {
+		t.Errorf("the job's labels %v, annotations %v", job.Metadata.Labels, job.Metadata.Annotations)
+	}
+	want := podOptions{
+		Env: []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}, {Name: "EPOCHS", Value: "3"}},
+		Volumes: map[string]corev1.VolumeSource{
+			"/data":         {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "train-data", ReadOnly: true}},
+			"/cache":        {HostPath: &corev1.HostPathVolumeSource{Path: "/mnt/cache", Type: ptrTo(corev1.HostPathUnset)}},
+			"/etc/settings": {ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "train-settings"}, DefaultMode: ptrTo[int32](0o644)}},
+		},
+		ReadOnly:     []string{"/data"},
+		NodeSelector: map[string]string{"type": "kwok"},
+		Toleration:   corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ml", Effect: corev1.TaintEffectNoSchedule},
+		PullSecrets:  []corev1.LocalObjectReference{{Name: "registry"}},
+		Label:        "vision",
+		Annotation:   "ana@example.com",
+	}
+	for _, role := range []string{"launcher", "worker"} {
+		pod := jobPod(t, "opts", role)
+		got := podOptionsOf(pod)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("the %s pod %s (-want +got):\n%s", role, pod.Name, diff)
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			t.Errorf("the %s pod %s is %s", role, pod.Name, pod.Status.Phase)
+		}
+		if role == "launcher" {
+			res := pod.Spec.Containers[0].Resources
+			if cpu, mem := res.Requests.Cpu().String(), res.Limits.Memory().String(); cpu != "250m" || mem != "256Mi" {
+				t.Errorf("the launcher's resources: %v", res)
+			}
+		}
+	}
+}
+
+// podOptions are what TestSubmitPodOptions reads of a pod: the options
+// amid what the operator and the API server add.
+type podOptions struct {
+	Env          []corev1.EnvVar
+	Volumes      map[string]corev1.VolumeSource // by mount path
+	ReadOnly     []string                       // mount paths
+	NodeSelector map[string]string
+	Toleration   corev1.Toleration // the one not the API server's
+	PullSecrets  []corev1.LocalObjectReference
+	Label        string // team
+	Annotation   string // owner
+}
+
+func podOptionsOf(pod *corev1.Pod) podOptions {
+	c := pod.Spec.Containers[0]
+	o := podOptions{Volumes: map[string]corev1.VolumeSource{}, NodeSelector: pod.Spec.NodeSelector,
+		PullSecrets: pod.Spec.ImagePullSecrets, Label: pod.Labels["team"], Annotation: pod.Annotations["owner"]}
+	for _, e := range c.Env {
+		if e.Name == "NCCL_DEBUG" || e.Name == "EPOCHS" {
+			o.Env = append(o.Env, e)
+		}
+	}
+	for _, m := range c.VolumeMounts {
+		if !strings.HasPrefix(m.Name, "volume-") {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == m.Name {
+				o.Volumes[m.MountPath] = v.VolumeSource
+			}
+		}
+		if m.ReadOnly {
+			o.ReadOnly = append(o.ReadOnly, m.MountPath)
+		}
+	}
+	for _, tol := range pod.Spec.Tolerations {
+		if tol.Key == "dedicated" {
+			o.Toleration = tol
+		}
+	}
+	return o
+}
+
+// jobPod is the job's pod of the role, read with kubectl.
+func jobPod(t *testing.T, name, role string) *corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	getJSON(t, &pods, "pods", "-l", harness.V1.LabelJobName+"="+name+","+harness.V1.LabelRole+"="+role)
+	if len(pods.Items) == 0 {
+		t.Fatalf("mpijob %s has no %s pod", name, role)
+	}
+	return &pods.Items[0]
+}
+
+// getJSON reads objects with kubectl -o json into v.
+func getJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out, err := kubectl(append(append([]string{"get"}, args...), "-o", "json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
