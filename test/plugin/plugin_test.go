@@ -18,9 +18,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/test/harness"
 )
@@ -63,7 +63,7 @@ func remove(t *testing.T, name string) {
 		return
 	}
 	err := poll.Retry(context.Background(), time.Minute, func() error {
-		out, err := kubectl("get", "pods", "-l", "mpi-job-name="+name, "-o", "name")
+		out, err := kubectl("get", "pods", "-l", api.LabelJobName+"="+name, "-o", "name")
 		if err != nil {
 			return err
 		}
@@ -96,7 +96,7 @@ func waitWorkers(t *testing.T, name string, running, listed int) {
 // workerNames are the job's worker pods, through kubectl.
 func workerNames(t *testing.T, name string) []string {
 	t.Helper()
-	out, err := kubectl("get", "pods", "-l", "mpi-job-name="+name+",mpi-job-role=worker", "-o", "name")
+	out, err := kubectl("get", "pods", "-l", api.LabelJobName+"="+name+","+api.LabelRole+"=worker", "-o", "name")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func workerNames(t *testing.T, name string) []string {
 	return names
 }
 
-// hosts is the job's discover_hosts.sh, through kubectl.
+// hosts are the pods the job's discover_hosts.sh lists, through kubectl.
 func hosts(t *testing.T, name string) []string {
 	t.Helper()
 	out, err := kubectl("get", "configmap", name+"-config", "-o", `jsonpath={.data.discover_hosts\.sh}`)
@@ -116,7 +116,7 @@ func hosts(t *testing.T, name string) []string {
 		t.Fatal(err)
 	}
 	var names []string
-	for h := range elastic.ParseDiscoverHosts(out) {
+	for h := range elastic.ListedPods(out) {
 		names = append(names, h)
 	}
 	slices.Sort(names)
@@ -134,19 +134,43 @@ func replicas(t *testing.T, name string) string {
 
 // TestSubmit checks the dry run's job, the created job, list and get.
 func TestSubmit(t *testing.T) {
+	useAPI(t, harness.V1)
+	testSubmit(t)
+}
+
+func testSubmit(t *testing.T) {
 	r := plugin(t, "submit", "dry", "--image", "horovod/horovod:0.28.1", "--workers", "2", "--min-workers", "1",
 		"--max-workers", "4", "--gpus", "2", "--dry-run=client", "-o", "yaml", "--", "python", "train.py")
 	if r.code != 0 {
 		t.Fatal(r)
 	}
-	var job kubeflow.MPIJob
-	if err := yaml.UnmarshalStrict([]byte(r.stdout), &job); err != nil {
+	var job struct {
+		APIVersion string `json:"apiVersion"`
+		Spec       struct {
+			MPIReplicaSpecs map[string]struct {
+				Template corev1.PodTemplateSpec `json:"template"`
+			} `json:"mpiReplicaSpecs"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(r.stdout), &job); err != nil {
 		t.Fatalf("the dry run's YAML: %v\n%s", err, r.stdout)
+	}
+	if want := "kubeflow.org/" + api.Version; job.APIVersion != want {
+		t.Errorf("the dry run's apiVersion is %s, want %s", job.APIVersion, want)
 	}
 	wantCmd := []string{"horovodrun", "-np", "4", "--min-np", "2", "--max-np", "8",
 		"--host-discovery-script", "/etc/mpi/discover_hosts.sh", "python", "train.py"}
-	if diff := cmp.Diff(wantCmd, job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template.Spec.Containers[0].Command); diff != "" {
+	if diff := cmp.Diff(wantCmd, job.Spec.MPIReplicaSpecs["Launcher"].Template.Spec.Containers[0].Command); diff != "" {
 		t.Errorf("launcher command (-want +got):\n%s", diff)
+	}
+	// v2beta1's workers run sshd: its launcher reaches them over SSH.
+	worker := job.Spec.MPIReplicaSpecs["Worker"].Template.Spec.Containers[0]
+	var wantWorker []string
+	if api == harness.V2beta1 {
+		wantWorker = []string{"/bin/sh", "-c", "mkdir -p /run/sshd && ssh-keygen -A && exec /usr/sbin/sshd -De -o StrictModes=no"}
+	}
+	if diff := cmp.Diff(wantWorker, append(worker.Command, worker.Args...)); diff != "" {
+		t.Errorf("worker command (-want +got):\n%s", diff)
 	}
 	if _, err := kubectl("get", "mpijob", "dry"); err == nil {
 		t.Error("a client dry run created the job")
@@ -165,7 +189,7 @@ func TestSubmit(t *testing.T) {
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^Status:\s+Running$`),
 		regexp.MustCompile(`(?m)^Workers:\s+desired 2, running 2, listed 2 \(min 1, max 4\)$`),
-		regexp.MustCompile(`(?m)^sub-launcher\s+launcher\s+Running\s+kwok-node-\d\s+no\s+-\s+0\s+0\s+\S+\s+10\.`),
+		regexp.MustCompile(`(?m)^` + launcherPattern("sub") + `\s+launcher\s+Running\s+kwok-node-\d\s+no\s+-\s+0\s+0\s+\S+\s+10\.`),
 		regexp.MustCompile(`(?m)^sub-worker-0\s+worker\s+Running\s+kwok-node-\d\s+yes\s+-\s+1\s+0\s+`),
 		regexp.MustCompile(`(?m)^sub-worker-1\s+worker\s+Running\s+kwok-node-\d\s+yes\s+-\s+1\s+0\s+`),
 	} {
@@ -173,15 +197,30 @@ func TestSubmit(t *testing.T) {
 			t.Errorf("get -o wide does not match %s:\n%s", want, get)
 		}
 	}
-	var got kubeflow.MPIJob
-	if err := json.Unmarshal([]byte(mustPlugin(t, "get", "sub", "-o", "json")), &got); err != nil || got.Name != "sub" {
-		t.Errorf("get -o json: %v, name %q", err, got.Name)
+	var got unstructured.Unstructured
+	if err := json.Unmarshal([]byte(mustPlugin(t, "get", "sub", "-o", "json")), &got.Object); err != nil ||
+		got.GetName() != "sub" || got.GetAPIVersion() != "kubeflow.org/"+api.Version {
+		t.Errorf("get -o json: %v, name %q, apiVersion %q", err, got.GetName(), got.GetAPIVersion())
 	}
+}
+
+// launcherPattern matches the name of a job's launcher pod: under v2beta1
+// the Job controller's, of a generated suffix.
+func launcherPattern(job string) string {
+	if api.LauncherJob {
+		return regexp.QuoteMeta(job+"-launcher-") + `[a-z0-9]{5}`
+	}
+	return regexp.QuoteMeta(job + "-launcher")
 }
 
 // TestScaleOutAndIn grows a job by two, removes a named worker, then one
 // by count.
 func TestScaleOutAndIn(t *testing.T) {
+	useAPI(t, harness.V1)
+	testScaleOutAndIn(t)
+}
+
+func testScaleOutAndIn(t *testing.T) {
 	submit(t, "grow", 2, 4, 1)
 	out := mustPlugin(t, "scale-out", "grow", "--count", "2", "--timeout", "2m")
 	want := "mpijob \"grow\" scaling out from 2 to 4 workers\n" +
@@ -224,6 +263,11 @@ func TestScaleOutAndIn(t *testing.T) {
 // 8: one new worker fits, the other stays Pending; the scale-out times out
 // and the job goes back to its one worker.
 func TestScaleOutTimeoutRollsBack(t *testing.T) {
+	useAPI(t, harness.V1)
+	testScaleOutTimeoutRollsBack(t)
+}
+
+func testScaleOutTimeoutRollsBack(t *testing.T) {
 	submit(t, "big", 1, 3, 6)
 	start := time.Now()
 	r := plugin(t, "scale-out", "big", "--count", "2", "--timeout", "15s")
@@ -264,6 +308,11 @@ func TestScaleOutTimeoutRollsBack(t *testing.T) {
 // TestBadInput checks that refused commands say why, exit 1 and change
 // nothing.
 func TestBadInput(t *testing.T) {
+	useAPI(t, harness.V1)
+	testBadInput(t)
+}
+
+func testBadInput(t *testing.T) {
 	submit(t, "bad", 2, 3, 0)
 	cases := []struct {
 		args []string
@@ -294,13 +343,21 @@ func TestBadInput(t *testing.T) {
 // container, and -f, which prints lines written after it started until it
 // is interrupted.
 func TestLogs(t *testing.T) {
+	useAPI(t, harness.V1)
+	testLogs(t)
+}
+
+func testLogs(t *testing.T) {
 	submit(t, "talk", 1, 1, 0)
 	dir := t.TempDir()
 	launcherLog := "mpirun: 2 ranks\nepoch 1 loss 0.52\nepoch 2 loss 0.31\nepoch 3 loss 0.17\n"
-	serveLogs(t, dir, "talk-launcher", map[string]string{
-		"mpi-launcher":     launcherLog,
-		"kubectl-delivery": "kubectl copied to /opt/kube\n",
-	})
+	launcherLogs := map[string]string{"mpi-launcher": launcherLog}
+	if !api.LauncherJob {
+		// v1's launcher has an init container.
+		launcherLogs["kubectl-delivery"] = "kubectl copied to /opt/kube\n"
+	}
+	launcher := jobPod(t, "talk", "launcher").Name
+	serveLogs(t, dir, launcher, launcherLogs)
 	serveLogs(t, dir, "talk-worker-0", map[string]string{"mpi-worker": "worker 0: sshd listening\nworker 0: rank 1 up\n"})
 
 	// kwok reads the Logs objects through an informer: wait for the first.
@@ -319,9 +376,14 @@ func TestLogs(t *testing.T) {
 	}{
 		{[]string{"logs", "talk", "--launcher"}, launcherLog},
 		{[]string{"logs", "talk", "--tail", "2"}, "epoch 2 loss 0.31\nepoch 3 loss 0.17\n"},
-		{[]string{"logs", "talk", "-c", "kubectl-delivery"}, "kubectl copied to /opt/kube\n"},
 		{[]string{"logs", "talk", "--worker", "0"}, "worker 0: sshd listening\nworker 0: rank 1 up\n"},
 		{[]string{"logs", "talk", "--worker", "0", "--tail", "1"}, "worker 0: rank 1 up\n"},
+	}
+	if !api.LauncherJob {
+		cases = append(cases, struct {
+			args []string
+			want string
+		}{[]string{"logs", "talk", "-c", "kubectl-delivery"}, "kubectl copied to /opt/kube\n"})
 	}
 	for _, tc := range cases {
 		err := poll.Retry(context.Background(), time.Minute, func() error {
@@ -338,7 +400,7 @@ func TestLogs(t *testing.T) {
 			t.Errorf("kubectl mpijob %s: %v", strings.Join(tc.args, " "), err)
 		}
 	}
-	checkFollow(t, filepath.Join(dir, "talk-launcher.mpi-launcher.log"), "epoch 3 loss 0.17\n")
+	checkFollow(t, filepath.Join(dir, launcher+".mpi-launcher.log"), "epoch 3 loss 0.17\n")
 }
 
 // serveLogs writes each container's log to a CRI log file in dir and
@@ -367,6 +429,12 @@ func serveLogs(t *testing.T, dir, pod string, logs map[string]string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("creating the Logs of %s: %v\n%s", pod, err, out)
 	}
+	// Another test's pod may have the name.
+	t.Cleanup(func() {
+		if _, err := kubectl("delete", "logs.kwok.x-k8s.io", pod, "--ignore-not-found"); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // checkFollow runs logs -f --tail 1 on the launcher, which has logged
@@ -437,6 +505,11 @@ func checkFollow(t *testing.T, logFile, before string) {
 // deletes it: the watch shows the new worker and ends with the deletion,
 // and the job's pods go with it.
 func TestWatchAndDelete(t *testing.T) {
+	useAPI(t, harness.V1)
+	testWatchAndDelete(t)
+}
+
+func testWatchAndDelete(t *testing.T) {
 	submit(t, "seen", 1, 2, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -509,15 +582,22 @@ func TestNoKubeconfig(t *testing.T) {
 // serves, the one in use marked, and the shell completion of a job name
 // lists the namespace's jobs.
 func TestVersionAndCompletion(t *testing.T) {
+	useAPI(t, harness.V1)
+	// The v1 CRD serves v2beta1 too, read-only, for an upstream install's
+	// jobs.
+	testVersionAndCompletion(t, `kubeflow\.org/v1 \(used\), kubeflow\.org/v2beta1`)
+}
+
+// testVersionAndCompletion checks version, whose served versions must
+// match served, and the completion of a job name.
+func testVersionAndCompletion(t *testing.T, served string) {
 	out := mustPlugin(t, "version")
 	for _, want := range []*regexp.Regexp{
 		// The commit is "unknown" where Go records no VCS information
 		// (-buildvcs=false).
 		regexp.MustCompile(`(?m)^Plugin version: \S+ \(commit \S+, go[0-9.]+, linux/\w+\)$`),
 		regexp.MustCompile(`(?m)^Server version: v1\.\d+\.\d+$`),
-		// The v1 CRD serves v2beta1 too, read-only, for an upstream
-		// install's jobs.
-		regexp.MustCompile(`(?m)^MPIJob APIs served: kubeflow\.org/v1 \(used\), kubeflow\.org/v2beta1$`),
+		regexp.MustCompile(`(?m)^MPIJob APIs served: ` + served + `$`),
 	} {
 		if !want.MatchString(out) {
 			t.Errorf("version does not match %s:\n%s", want, out)
@@ -537,6 +617,11 @@ func TestVersionAndCompletion(t *testing.T) {
 // ConfigMap mounted, the node selector, the toleration, the pull secret,
 // the labels and annotations, and the launcher's resources.
 func TestSubmitPodOptions(t *testing.T) {
+	useAPI(t, harness.V1)
+	testSubmitPodOptions(t)
+}
+
+func testSubmitPodOptions(t *testing.T) {
 	objects := `apiVersion: v1
 kind: ConfigMap
 metadata: {name: train-settings}
@@ -659,7 +744,7 @@ func podOptionsOf(pod *corev1.Pod) podOptions {
 func jobPod(t *testing.T, name, role string) *corev1.Pod {
 	t.Helper()
 	var pods corev1.PodList
-	getJSON(t, &pods, "pods", "-l", harness.V1.LabelJobName+"="+name+","+harness.V1.LabelRole+"="+role)
+	getJSON(t, &pods, "pods", "-l", api.LabelJobName+"="+name+","+api.LabelRole+"="+role)
 	if len(pods.Items) == 0 {
 		t.Fatalf("mpijob %s has no %s pod", name, role)
 	}
