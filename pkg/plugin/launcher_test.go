@@ -74,3 +74,31 @@ func TestLauncherPod(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerIndex reads v1's index from the replica-index label and
+// v2beta1's from the pod's name: with runLauncherAsWorker the v2beta1 label
+// is the index plus one.
+func TestWorkerIndex(t *testing.T) {
+	labelled := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "demo-worker-3",
+		Labels: map[string]string{"replica-index": "4", "training.kubeflow.org/replica-index": "4"}}}
+	unlabelled := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "demo-worker-3"}}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other-worker-3"}}
+	cases := []struct {
+		api    API
+		pod    *corev1.Pod
+		want   int
+		wantOK bool
+	}{
+		{APIv1, labelled, 4, true},
+		{APIv2beta1, labelled, 3, true},
+		{APIv1, unlabelled, 3, true},
+		{APIv2beta1, unlabelled, 3, true},
+		{APIv1, other, 0, false},
+		{APIv2beta1, other, 0, false},
+	}
+	for _, tc := range cases {
+		if got, ok := WorkerIndex(tc.api, "demo", tc.pod); got != tc.want || ok != tc.wantOK {
+			t.Errorf("%s: WorkerIndex(%s %v) = %d, %v; want %d, %v", tc.api.Version, tc.pod.Name, tc.pod.Labels, got, ok, tc.want, tc.wantOK)
+		}
+	}
+}
