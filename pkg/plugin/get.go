@@ -10,15 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
-	mpiinformers "github.com/kubeflow/mpi-operator/pkg/client/informers/externalversions"
 )
 
 // outputFlags are -o of list and get: wide, or a printer of cli-runtime
@@ -58,15 +58,13 @@ func (o *outputFlags) printObject(obj runtime.Object, out io.Writer) error {
 	return p.PrintObj(obj, out)
 }
 
-// printList prints a list of jobs: item by item for -o name, which
-// prints no lists, whole otherwise.
-func (o *outputFlags) printList(jobs *kubeflow.MPIJobList, out io.Writer) error {
+// printList prints a list of jobs as served: item by item for -o name,
+// which prints no lists, whole otherwise.
+func (o *outputFlags) printList(jobs *unstructured.UnstructuredList, out io.Writer) error {
 	if *o.print.OutputFormat != "name" {
-		jobs.SetGroupVersionKind(kubeflow.SchemeGroupVersion.WithKind("MPIJobList"))
 		return o.printObject(jobs, out)
 	}
 	for i := range jobs.Items {
-		jobs.Items[i].SetGroupVersionKind(kubeflow.SchemeGroupVersion.WithKind("MPIJob"))
 		if err := o.printObject(&jobs.Items[i], out); err != nil {
 			return err
 		}
@@ -108,18 +106,18 @@ func runList(ctx context.Context, env *Env, out *outputFlags, allNamespaces bool
 	if allNamespaces {
 		ns = metav1.NamespaceAll
 	}
-	jobs, err := c.MPI.KubeflowV1().MPIJobs(ns).List(ctx, metav1.ListOptions{})
+	list, jobs, err := listJobs(ctx, c, ns)
 	if err != nil {
 		return err
 	}
 	if table, _ := out.table(); !table {
-		return out.printList(jobs, env.Out)
+		return out.printList(list, env.Out)
 	}
-	if len(jobs.Items) == 0 {
+	if len(jobs) == 0 {
 		fmt.Fprintf(env.ErrOut, "No MPIJobs found in %s.\n", namespaceText(ns))
 		return nil
 	}
-	pods, err := c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labelJobName})
+	pods, err := c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: c.API.LabelJobName})
 	if err != nil {
 		return err
 	}
@@ -127,10 +125,10 @@ func runList(ctx context.Context, env *Env, out *outputFlags, allNamespaces bool
 	if err != nil {
 		return err
 	}
-	views := make([]JobView, 0, len(jobs.Items))
+	views := make([]JobView, 0, len(jobs))
 	now := env.Now()
-	for i := range jobs.Items {
-		views = append(views, View(snapshotOf(&jobs.Items[i], pods.Items, cms.Items), now))
+	for _, job := range jobs {
+		views = append(views, View(snapshotOf(c.API, job, pods.Items, cms.Items), now))
 	}
 	_, wide := out.table()
 	return PrintJobs(env.Out, views, wide, allNamespaces)
@@ -145,10 +143,10 @@ func namespaceText(ns string) string {
 
 // snapshotOf picks a job's pods and discovery script out of lists that may
 // hold other jobs' too.
-func snapshotOf(job *kubeflow.MPIJob, pods []corev1.Pod, cms []corev1.ConfigMap) Snapshot {
-	s := Snapshot{Job: job}
+func snapshotOf(api API, job *Job, pods []corev1.Pod, cms []corev1.ConfigMap) Snapshot {
+	s := Snapshot{API: api, Job: job}
 	for _, p := range pods {
-		if p.Namespace == job.Namespace && p.Labels[labelJobName] == job.Name {
+		if p.Namespace == job.Namespace && p.Labels[api.LabelJobName] == job.Name {
 			s.Pods = append(s.Pods, p)
 		}
 	}
@@ -166,11 +164,11 @@ func readSnapshot(ctx context.Context, c *Clients, name string) (Snapshot, error
 	if err != nil {
 		return Snapshot{}, err
 	}
-	pods, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelJobName + "=" + name})
+	pods, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: c.API.LabelJobName + "=" + name})
 	if err != nil {
 		return Snapshot{}, err
 	}
-	s := Snapshot{Job: job, Pods: pods.Items}
+	s := Snapshot{API: c.API, Job: job, Pods: pods.Items}
 	cm, err := c.Kube.CoreV1().ConfigMaps(c.Namespace).Get(ctx, ConfigMapName(name), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -197,7 +195,8 @@ printed again on every change until the job is deleted or you interrupt it.`,
 		Example: `  kubectl mpijob get mnist
   kubectl mpijob get mnist -o wide --watch
   kubectl mpijob get mnist -o yaml`,
-		Args: exactlyOneName,
+		Args:              exactlyOneName,
+		ValidArgsFunction: completeJobName(env),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGet(cmd.Context(), env, out, args[0], watch)
 		},
@@ -235,8 +234,7 @@ func renderJob(ctx context.Context, env *Env, c *Clients, out *outputFlags, name
 		if err != nil {
 			return nil, err
 		}
-		job.SetGroupVersionKind(kubeflow.SchemeGroupVersion.WithKind("MPIJob"))
-		err = out.printObject(job, &b)
+		err = out.printObject(job.Object, &b)
 		return b.Bytes(), err
 	}
 	s, err := readSnapshot(ctx, c, name)
@@ -318,14 +316,21 @@ func startWatches(ctx context.Context, c *Clients, name string, notify, deleted 
 		UpdateFunc: func(any, any) { notify() },
 		DeleteFunc: func(any) { notify() },
 	}
-	mpi := mpiinformers.NewSharedInformerFactoryWithOptions(c.MPI, 0,
-		mpiinformers.WithNamespace(c.Namespace), mpiinformers.WithTweakListOptions(byName))
-	jobs := mpi.Kubeflow().V1().MPIJobs().Informer()
+	mpi := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.Dynamic, 0, c.Namespace, byName)
+	jobs := mpi.ForResource(c.API.GVR()).Informer()
 	var once bool
 	_, err := jobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { notify() },
 		UpdateFunc: func(any, any) { notify() },
 		DeleteFunc: func(obj any) {
+			// The field selector keeps other jobs out; a client that
+			// ignores it must not end the watch on their deletion.
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if m, ok := obj.(metav1.Object); ok && m.GetName() != name {
+				return
+			}
 			if !once {
 				once = true
 				deleted()
@@ -336,7 +341,7 @@ func startWatches(ctx context.Context, c *Clients, name string, notify, deleted 
 		return err
 	}
 	podFactory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(c.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labelJobName + "=" + name }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.API.LabelJobName + "=" + name }))
 	cmFactory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(c.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ConfigMapName(name)).String()

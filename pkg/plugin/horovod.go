@@ -2,12 +2,14 @@ package plugin
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
@@ -38,62 +40,173 @@ type JobRequest struct {
 	Slots int32
 	// CPU and Memory per worker, requests and limits alike; empty for none.
 	CPU, Memory string
+	// LauncherCPU and LauncherMemory are the launcher's, requests and
+	// limits alike; empty for none.
+	LauncherCPU, LauncherMemory string
+	// PodOptions go into the pod templates of the launcher and the workers
+	// alike; their labels and annotations go on the job too.
+	PodOptions
 	// DrainSeconds of the elastic policy; nil means 30.
 	DrainSeconds *int32
 	// Command is the training program that horovodrun starts on every slot.
 	Command []string
 }
 
-// BuildJob returns the MPIJob of a request: a launcher running horovodrun
-// with flags that agree with the elastic policy (-np, --min-np and
-// --max-np are the workers, minReplicas and maxReplicas times the slots)
-// and the operator's discovery script, and workers of the requested size.
-// It refuses a request the API server would refuse or that makes no job.
+// BuildJob returns the kubeflow.org/v1 MPIJob of a request: a launcher
+// running horovodrun with flags that agree with the elastic policy (-np,
+// --min-np and --max-np are the workers, minReplicas and maxReplicas times
+// the slots) and the operator's discovery script, and workers of the
+// requested size. It refuses a request the API server would refuse or that
+// makes no job.
 func BuildJob(r JobRequest) (*kubeflow.MPIJob, error) {
-	r = r.withDefaults()
-	if err := r.validate(); err != nil {
-		return nil, err
-	}
-	workerResources, err := r.workerResources()
+	p, err := r.parts(APIv1)
 	if err != nil {
 		return nil, err
 	}
+	return &kubeflow.MPIJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIv1.GroupVersion().String(), Kind: "MPIJob"},
+		ObjectMeta: p.meta,
+		Spec: kubeflow.MPIJobSpec{
+			SlotsPerWorker:  p.slots,
+			CleanPodPolicy:  p.cleanPods,
+			ElasticPolicy:   p.elastic,
+			MPIReplicaSpecs: p.replicas,
+		},
+	}, nil
+}
+
+// V2beta1Job is the kubeflow.org/v2beta1 MPIJob that submit creates. Its
+// JSON is that of the v2 module's types for the fields it sets (the
+// elastic policy and the replica specs are spelled as in v1); this module
+// does not import them, since the v2 module requires this one.
+type V2beta1Job struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              V2beta1JobSpec `json:"spec"`
+}
+
+// V2beta1JobSpec is the spec of a V2beta1Job.
+type V2beta1JobSpec struct {
+	SlotsPerWorker  *int32                                     `json:"slotsPerWorker,omitempty"`
+	RunPolicy       V2beta1RunPolicy                           `json:"runPolicy,omitempty"`
+	ElasticPolicy   *kubeflow.ElasticPolicy                    `json:"elasticPolicy,omitempty"`
+	MPIReplicaSpecs map[common.ReplicaType]*common.ReplicaSpec `json:"mpiReplicaSpecs"`
+}
+
+// V2beta1RunPolicy is the run policy of a V2beta1Job.
+type V2beta1RunPolicy struct {
+	CleanPodPolicy *common.CleanPodPolicy `json:"cleanPodPolicy,omitempty"`
+}
+
+// SSHDScript runs sshd in the foreground in a v2beta1 worker, whose
+// launcher reaches it over SSH: the mpioperator images start it
+// themselves, horovod's ships it without starting it. StrictModes is off
+// since the operator mounts the job's keys at /root/.ssh from a Secret, a
+// directory sshd's checks would refuse.
+const SSHDScript = "mkdir -p /run/sshd && ssh-keygen -A && exec /usr/sbin/sshd -De -o StrictModes=no"
+
+// BuildV2beta1Job returns the kubeflow.org/v2beta1 MPIJob of a request:
+// BuildJob's job, but for the workers, which run sshd (SSHDScript).
+func BuildV2beta1Job(r JobRequest) (*V2beta1Job, error) {
+	p, err := r.parts(APIv2beta1)
+	if err != nil {
+		return nil, err
+	}
+	worker := &p.replicas[kubeflow.MPIReplicaTypeWorker].Template.Spec.Containers[0]
+	worker.Command, worker.Args = []string{"/bin/sh", "-c"}, []string{SSHDScript}
+	return &V2beta1Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIv2beta1.GroupVersion().String(), Kind: "MPIJob"},
+		ObjectMeta: p.meta,
+		Spec: V2beta1JobSpec{
+			SlotsPerWorker:  p.slots,
+			RunPolicy:       V2beta1RunPolicy{CleanPodPolicy: p.cleanPods},
+			ElasticPolicy:   p.elastic,
+			MPIReplicaSpecs: p.replicas,
+		},
+	}, nil
+}
+
+// buildObject is the job of a request in the version given, as an object
+// to send.
+func buildObject(api API, r JobRequest) (*unstructured.Unstructured, error) {
+	var job any
+	var err error
+	if api == APIv2beta1 {
+		job, err = BuildV2beta1Job(r)
+	} else {
+		job, err = BuildJob(r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(job)
+	if err != nil {
+		return nil, err
+	}
+	// A job not sent yet has neither status nor creation time: leave them
+	// out, so that a client dry run prints what can be created as it is.
+	unstructured.RemoveNestedField(obj, "status")
+	unstructured.RemoveNestedField(obj, "metadata", "creationTimestamp")
+	return &unstructured.Unstructured{Object: obj}, nil
+}
+
+// jobParts are the pieces of a job that both versions share.
+type jobParts struct {
+	meta      metav1.ObjectMeta
+	slots     *int32
+	cleanPods *common.CleanPodPolicy
+	elastic   *kubeflow.ElasticPolicy
+	replicas  map[common.ReplicaType]*common.ReplicaSpec
+}
+
+// parts checks a request for the version given and builds its pieces.
+func (r JobRequest) parts(api API) (jobParts, error) {
+	r = r.withDefaults()
+	if err := r.validate(api); err != nil {
+		return jobParts{}, err
+	}
+	workerResources, err := resources("--cpu", r.CPU, "--memory", r.Memory, r.GPUs)
+	if err != nil {
+		return jobParts{}, err
+	}
+	launcherResources, err := resources("--launcher-cpu", r.LauncherCPU, "--launcher-memory", r.LauncherMemory, 0)
+	if err != nil {
+		return jobParts{}, err
+	}
+	pod, err := r.podParts(api)
+	if err != nil {
+		return jobParts{}, err
+	}
 	launcher := &common.ReplicaSpec{
 		Replicas: ptrTo[int32](1),
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name:    LauncherContainer,
-				Image:   r.Image,
-				Command: r.horovodrun(),
-			}},
-		}},
+		Template: pod.template(corev1.Container{
+			Name:      LauncherContainer,
+			Image:     r.Image,
+			Command:   r.horovodrun(),
+			Resources: launcherResources,
+		}),
 	}
 	worker := &common.ReplicaSpec{
 		Replicas: ptrTo(r.Workers),
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name:      WorkerContainer,
-				Image:     r.Image,
-				Resources: workerResources,
-			}},
-		}},
+		Template: pod.template(corev1.Container{
+			Name:      WorkerContainer,
+			Image:     r.Image,
+			Resources: workerResources,
+		}),
 	}
-	cleanPods := common.CleanPodPolicyRunning
-	return &kubeflow.MPIJob{
-		TypeMeta:   metav1.TypeMeta{APIVersion: kubeflow.SchemeGroupVersion.String(), Kind: "MPIJob"},
-		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace},
-		Spec: kubeflow.MPIJobSpec{
-			SlotsPerWorker: ptrTo(r.Slots),
-			CleanPodPolicy: &cleanPods,
-			ElasticPolicy: &kubeflow.ElasticPolicy{
-				MinReplicas:  ptrTo(r.MinWorkers),
-				MaxReplicas:  ptrTo(r.MaxWorkers),
-				DrainSeconds: r.DrainSeconds,
-			},
-			MPIReplicaSpecs: map[common.ReplicaType]*common.ReplicaSpec{
-				kubeflow.MPIReplicaTypeLauncher: launcher,
-				kubeflow.MPIReplicaTypeWorker:   worker,
-			},
+	return jobParts{
+		meta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace,
+			Labels: maps.Clone(pod.labels), Annotations: maps.Clone(pod.annotations)},
+		slots:     ptrTo(r.Slots),
+		cleanPods: ptrTo(common.CleanPodPolicyRunning),
+		elastic: &kubeflow.ElasticPolicy{
+			MinReplicas:  ptrTo(r.MinWorkers),
+			MaxReplicas:  ptrTo(r.MaxWorkers),
+			DrainSeconds: r.DrainSeconds,
+		},
+		replicas: map[common.ReplicaType]*common.ReplicaSpec{
+			kubeflow.MPIReplicaTypeLauncher: launcher,
+			kubeflow.MPIReplicaTypeWorker:   worker,
 		},
 	}, nil
 }
@@ -120,8 +233,9 @@ func (r JobRequest) withDefaults() JobRequest {
 
 const maxInt32 = 1<<31 - 1
 
-// validate checks a request with its defaults filled in.
-func (r JobRequest) validate() error {
+// validate checks a request with its defaults filled in, for the version
+// given.
+func (r JobRequest) validate(api API) error {
 	if msgs := validation.IsDNS1123Subdomain(r.Name); len(msgs) > 0 || len(r.Name) > 63 {
 		return fmt.Errorf("invalid job name %q: a lowercase DNS-1123 name of at most 63 characters is needed", r.Name)
 	}
@@ -138,8 +252,8 @@ func (r JobRequest) validate() error {
 		return fmt.Errorf("--min-workers (%d) is above --workers (%d)", r.MinWorkers, r.Workers)
 	case r.MaxWorkers < r.Workers:
 		return fmt.Errorf("--max-workers (%d) is below --workers (%d)", r.MaxWorkers, r.Workers)
-	case r.MaxWorkers > kubeflow.MaxWorkers:
-		return fmt.Errorf("--max-workers (%d) is above the most workers a job may have (%d)", r.MaxWorkers, kubeflow.MaxWorkers)
+	case r.MaxWorkers > api.MaxWorkers:
+		return fmt.Errorf("--max-workers (%d) is above the most workers a %s job may have (%d)", r.MaxWorkers, api.GroupVersion(), api.MaxWorkers)
 	case r.GPUs < 0:
 		return fmt.Errorf("--gpus must not be negative, got %d", r.GPUs)
 	case r.Slots < 1:
@@ -150,43 +264,6 @@ func (r JobRequest) validate() error {
 		return fmt.Errorf("--drain-seconds must be within 0 and 3600, got %d", *r.DrainSeconds)
 	}
 	return nil
-}
-
-// workerResources are the requests and limits of a worker's container.
-func (r JobRequest) workerResources() (corev1.ResourceRequirements, error) {
-	var res corev1.ResourceRequirements
-	set := func(name corev1.ResourceName, flag, value string) error {
-		if value == "" {
-			return nil
-		}
-		q, err := resource.ParseQuantity(value)
-		if err != nil {
-			return fmt.Errorf("invalid %s %q: %w", flag, value, err)
-		}
-		if q.Sign() <= 0 {
-			return fmt.Errorf("invalid %s %q: must be positive", flag, value)
-		}
-		if res.Limits == nil {
-			res.Limits, res.Requests = corev1.ResourceList{}, corev1.ResourceList{}
-		}
-		res.Limits[name], res.Requests[name] = q, q
-		return nil
-	}
-	if err := set(corev1.ResourceCPU, "--cpu", r.CPU); err != nil {
-		return res, err
-	}
-	if err := set(corev1.ResourceMemory, "--memory", r.Memory); err != nil {
-		return res, err
-	}
-	if r.GPUs > 0 {
-		// Extended resources take limits only; the API server copies them
-		// into the requests.
-		if res.Limits == nil {
-			res.Limits = corev1.ResourceList{}
-		}
-		res.Limits[ResourceGPU] = *resource.NewQuantity(r.GPUs, resource.DecimalSI)
-	}
-	return res, nil
 }
 
 // horovodrun is the launcher's command: elastic horovodrun over the

@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 )
 
 // LogsRequest says whose logs to read.
@@ -35,7 +33,8 @@ I. The container is the launcher's first container, or the workers' main
 container (spec.mainContainer, else the first); -c chooses another.`,
 		Example: `  kubectl mpijob logs mnist -f
   kubectl mpijob logs mnist --worker 2 --tail 20`,
-		Args: exactlyOneName,
+		Args:              exactlyOneName,
+		ValidArgsFunction: completeJobName(env),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if launcher && cmd.Flags().Changed("worker") {
 				return fmt.Errorf("give --launcher or --worker, not both")
@@ -69,7 +68,7 @@ func runLogs(ctx context.Context, env *Env, req LogsRequest) error {
 	if err != nil {
 		return err
 	}
-	container, err := LogContainer(job, pod, req.Container)
+	container, err := LogContainer(c.API, job, pod, req.Container)
 	if err != nil {
 		return err
 	}
@@ -90,28 +89,19 @@ func runLogs(ctx context.Context, env *Env, req LogsRequest) error {
 
 // findInstance returns the job's launcher (worker -1) or its worker of
 // that index.
-func findInstance(ctx context.Context, c *Clients, job *kubeflow.MPIJob, worker int) (*corev1.Pod, error) {
+func findInstance(ctx context.Context, c *Clients, job *Job, worker int) (*corev1.Pod, error) {
 	if worker < 0 {
-		pod, err := c.Kube.CoreV1().Pods(c.Namespace).Get(ctx, LauncherName(job.Name), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("mpijob %q has no launcher pod yet", job.Name)
-		case err != nil:
-			return nil, err
-		case pod.Labels[labelJobName] != job.Name:
-			return nil, fmt.Errorf("pod %s is not mpijob %q's launcher", pod.Name, job.Name)
-		}
-		return pod, nil
+		return launcherPod(ctx, c, job.Name)
 	}
 	pods, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: labelJobName + "=" + job.Name + "," + labelRole + "=" + roleWorker,
+		LabelSelector: c.API.LabelJobName + "=" + job.Name + "," + c.API.LabelRole + "=" + roleWorker,
 	})
 	if err != nil {
 		return nil, err
 	}
 	var indices []string
 	for i := range pods.Items {
-		idx, ok := WorkerIndex(job.Name, &pods.Items[i])
+		idx, ok := WorkerIndex(c.API, job.Name, &pods.Items[i])
 		if ok && idx == worker {
 			return &pods.Items[i], nil
 		}
@@ -123,8 +113,9 @@ func findInstance(ctx context.Context, c *Clients, job *kubeflow.MPIJob, worker 
 }
 
 // LogContainer is the container whose logs to read: the one asked for, or
-// the pod's main one.
-func LogContainer(job *kubeflow.MPIJob, pod *corev1.Pod, asked string) (string, error) {
+// the pod's main one (for a worker, the job's mainContainer when it names
+// one; else the first).
+func LogContainer(api API, job *Job, pod *corev1.Pod, asked string) (string, error) {
 	var names []string
 	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for _, c := range cs {
@@ -132,7 +123,7 @@ func LogContainer(job *kubeflow.MPIJob, pod *corev1.Pod, asked string) (string, 
 		}
 	}
 	want := asked
-	if want == "" && pod.Labels[labelRole] == roleWorker {
+	if want == "" && pod.Labels[api.LabelRole] == roleWorker {
 		want = job.Spec.MainContainer
 	}
 	if want == "" && len(pod.Spec.Containers) > 0 {
@@ -155,8 +146,9 @@ func newDeleteCommand(env *Env) *cobra.Command {
 		Long: `Delete an MPIJob; the garbage collector deletes its pods, ConfigMap and
 RBAC objects after it. With --wait (the default) the command returns once the
 MPIJob itself is gone.`,
-		Example: `  kubectl mpijob delete mnist`,
-		Args:    exactlyOneName,
+		Example:           `  kubectl mpijob delete mnist`,
+		Args:              exactlyOneName,
+		ValidArgsFunction: completeJobName(env),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDelete(cmd.Context(), env, args[0], wait, timeout)
 		},
@@ -171,10 +163,10 @@ func runDelete(ctx context.Context, env *Env, name string, waitGone bool, timeou
 	if err != nil {
 		return err
 	}
-	jobs := c.MPI.KubeflowV1().MPIJobs(c.Namespace)
+	jobs := c.jobs(c.Namespace)
 	err = jobs.Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("mpijob %q not found in namespace %q", name, c.Namespace)
+		return notFound(c, name)
 	}
 	if err != nil {
 		return err

@@ -1,30 +1,29 @@
 // Package plugin is the kubectl plugin `kubectl mpijob`: it submits elastic
-// Horovod MPIJobs (kubeflow.org/v1), shows them with their instances,
-// scales them out and in through the scale subresource, and reads their
-// logs, following kubectl's conventions for flags and output.
+// Horovod MPIJobs (kubeflow.org/v1 or v2beta1, whichever the cluster
+// serves), shows them with their instances, scales them out and in through
+// the scale subresource, and reads their logs, following kubectl's
+// conventions for flags and output.
 package plugin
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-
-	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
-	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
 )
 
 // Clients are what the commands talk to the cluster through.
 type Clients struct {
 	Kube      kubernetes.Interface
-	MPI       clientset.Interface
+	Dynamic   dynamic.Interface
 	Namespace string
+	// API is the MPIJob version the commands use: chosen by Env.Clients
+	// from what the server serves and --api-version.
+	API API
 }
 
 // Env is what every command shares: the streams, the clients (made on
@@ -32,8 +31,11 @@ type Clients struct {
 type Env struct {
 	genericiooptions.IOStreams
 	ConfigFlags *genericclioptions.ConfigFlags
-	// NewClients makes the clients; defaults to reading ConfigFlags.
+	// NewClients makes the clients; defaults to reading ConfigFlags. An
+	// API it leaves unset is chosen by discovery.
 	NewClients func() (*Clients, error)
+	// APIVersion is --api-version: the MPIJob version asked for, if any.
+	APIVersion string
 	// Now is the clock; defaults to time.Now.
 	Now func() time.Time
 	// Poll is how often waits look again; defaults to 500 ms.
@@ -42,14 +44,30 @@ type Env struct {
 	clients *Clients
 }
 
-// Clients returns the clients, made once.
+// Clients returns the clients, made once, with the MPIJob version chosen
+// (chooseAPI).
 func (e *Env) Clients() (*Clients, error) {
 	if e.clients != nil {
 		return e.clients, nil
 	}
+	if e.APIVersion != "" {
+		// A misspelt version is refused before any request.
+		if _, err := apiByVersion(e.APIVersion); err != nil {
+			return nil, err
+		}
+	}
 	c, err := e.NewClients()
 	if err != nil {
 		return nil, err
+	}
+	if c.API == (API{}) {
+		served, err := ServedAPIs(c.Kube.Discovery())
+		if err != nil {
+			return nil, err
+		}
+		if c.API, err = chooseAPI(served, e.APIVersion); err != nil {
+			return nil, err
+		}
 	}
 	e.clients = c
 	return c, nil
@@ -58,7 +76,7 @@ func (e *Env) Clients() (*Clients, error) {
 // clientsFromFlags makes the clients as kubectl does: kubeconfig, context,
 // namespace and the rest from the standard flags.
 func (e *Env) clientsFromFlags() (*Clients, error) {
-	cfg, err := e.ConfigFlags.ToRESTConfig()
+	cfg, err := restConfig(e.ConfigFlags)
 	if err != nil {
 		return nil, err
 	}
@@ -73,19 +91,25 @@ func (e *Env) clientsFromFlags() (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	mpi, err := clientset.NewForConfig(cfg)
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Kube: kube, MPI: mpi, Namespace: ns}, nil
+	return &Clients{Kube: kube, Dynamic: dyn, Namespace: ns}, nil
 }
 
 // NewCommand returns the root command `kubectl mpijob` with its
 // subcommands.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRootCommand(newEnv(streams))
+}
+
+// newEnv is the environment of a run from the command line: the clients
+// from the kubeconfig flags.
+func newEnv(streams genericiooptions.IOStreams) *Env {
 	env := &Env{IOStreams: streams, ConfigFlags: genericclioptions.NewConfigFlags(true)}
 	env.NewClients = env.clientsFromFlags
-	return newRootCommand(env)
+	return env
 }
 
 func newRootCommand(env *Env) *cobra.Command {
@@ -99,12 +123,16 @@ func newRootCommand(env *Env) *cobra.Command {
 		Use:         "kubectl-mpijob",
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl mpijob"},
 		Short:       "Submit, watch, scale and read elastic Horovod MPIJobs",
-		Long: `kubectl mpijob runs elastic Horovod training as kubeflow.org/v1 MPIJobs.
+		Long: `kubectl mpijob runs elastic Horovod training as MPIJobs of kubeflow.org/v1 or
+kubeflow.org/v2beta1.
 
 It submits a job whose horovodrun flags agree with its elastic policy, shows
 the job with each of its pods (phase, node, whether discover_hosts.sh lists
 it, draining), scales its workers out and in through the scale subresource
-and waits for the result, and reads the logs of its launcher or workers.`,
+and waits for the result, and reads the logs of its launcher or workers.
+
+The version is the one --api-version names, which the cluster must serve;
+without it, v1 when the cluster serves it, else v2beta1.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -114,6 +142,8 @@ and waits for the result, and reads the logs of its launcher or workers.`,
 	if env.ConfigFlags != nil {
 		env.ConfigFlags.AddFlags(root.PersistentFlags())
 	}
+	root.PersistentFlags().StringVar(&env.APIVersion, "api-version", env.APIVersion,
+		"MPIJob version to use, v1 or v2beta1 (default: v1 if the cluster serves it, else v2beta1)")
 	root.AddCommand(
 		newSubmitCommand(env),
 		newListCommand(env),
@@ -122,17 +152,9 @@ and waits for the result, and reads the logs of its launcher or workers.`,
 		newScaleInCommand(env),
 		newLogsCommand(env),
 		newDeleteCommand(env),
+		newVersionCommand(env),
 	)
 	return root
-}
-
-// getJob reads a job, with a message that says which when it is missing.
-func getJob(ctx context.Context, c *Clients, name string) (*kubeflow.MPIJob, error) {
-	job, err := c.MPI.KubeflowV1().MPIJobs(c.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("mpijob %q not found in namespace %q", name, c.Namespace)
-	}
-	return job, err
 }
 
 // exactlyOneName is cobra's argument check for commands on one job.

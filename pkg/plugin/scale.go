@@ -32,8 +32,9 @@ the new workers still Pending are the first to go, then (if more must go)
 the running workers of the lowest pod-deletion-cost and highest index. The
 command then fails, naming each new worker that did not come up and the
 scheduler's reason from its events.`,
-		Example: `  kubectl mpijob scale-out mnist --count 2 --timeout 5m`,
-		Args:    exactlyOneName,
+		Example:           `  kubectl mpijob scale-out mnist --count 2 --timeout 5m`,
+		Args:              exactlyOneName,
+		ValidArgsFunction: completeJobName(env),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runScaleOut(cmd.Context(), env, args[0], count, timeout)
 		},
@@ -190,7 +191,8 @@ the named workers are given a pod-deletion-cost below every other worker's,
 so that they are the ones that go.`,
 		Example: `  kubectl mpijob scale-in mnist --count 1
   kubectl mpijob scale-in mnist --pod mnist-worker-0,mnist-worker-3 --timeout 2m`,
-		Args: exactlyOneName,
+		Args:              exactlyOneName,
+		ValidArgsFunction: completeJobName(env),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("count") == (len(pods) > 0) {
 				return fmt.Errorf("give either --count or --pod")
@@ -200,6 +202,8 @@ so that they are the ones that go.`,
 	}
 	cmd.Flags().Int32Var(&count, "count", 1, "workers to remove")
 	cmd.Flags().StringSliceVar(&pods, "pod", nil, "the workers to remove, by pod name")
+	// Registering fails only for an unknown flag or a second function.
+	_ = cmd.RegisterFlagCompletionFunc("pod", completeWorkerName(env))
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the removed workers to be gone")
 	return cmd
 }

@@ -5,83 +5,40 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
-	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
-	mpifake "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/fake"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
-// scaleSubresource serves the job's scale subresource from the fake's
-// tracker, and calls onScale with each new replica count, as the operator
-// would see it.
-func scaleSubresource(mpi *mpifake.Clientset, onScale func(replicas int32)) *[]int32 {
-	var updates []int32
-	jobOf := func(ns, name string) (*kubeflow.MPIJob, error) {
-		obj, err := mpi.Tracker().Get(kubeflow.SchemeGroupVersion.WithResource("mpijobs"), ns, name)
-		if err != nil {
-			return nil, err
-		}
-		return obj.(*kubeflow.MPIJob), nil
-	}
-	mpi.PrependReactor("get", "mpijobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		get := a.(clienttesting.GetAction)
-		if get.GetSubresource() != "scale" {
-			return false, nil, nil
-		}
-		job, err := jobOf(get.GetNamespace(), get.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		return true, &autoscalingv1.Scale{
-			ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace},
-			Spec:       autoscalingv1.ScaleSpec{Replicas: workerReplicas(job)},
-		}, nil
-	})
-	mpi.PrependReactor("update", "mpijobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		update := a.(clienttesting.UpdateAction)
-		if update.GetSubresource() != "scale" {
-			return false, nil, nil
-		}
-		sc := update.GetObject().(*autoscalingv1.Scale)
-		job, err := jobOf(update.GetNamespace(), sc.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		job = job.DeepCopy()
-		job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = &sc.Spec.Replicas
-		if err := mpi.Tracker().Update(kubeflow.SchemeGroupVersion.WithResource("mpijobs"), job, job.Namespace); err != nil {
-			return true, nil, err
-		}
-		updates = append(updates, sc.Spec.Replicas)
-		onScale(sc.Spec.Replicas)
-		return true, sc, nil
-	})
-	return &updates
-}
-
 // oneWorkerJob is a job "solo" of one Running, listed worker (1 to 3).
-func oneWorkerJob(t *testing.T) (*kubefake.Clientset, *mpifake.Clientset) {
-	job, err := BuildJob(JobRequest{Name: "solo", Namespace: "ml", Image: "img", Workers: 1, MaxWorkers: 3, Command: []string{"python"}})
+func oneWorkerJob(t *testing.T, api API) *fakeCluster {
+	job, err := buildObject(api, JobRequest{Name: "solo", Namespace: "ml", Image: "img", Workers: 1, MaxWorkers: 3, Command: []string{"python"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w0 := worker("solo-worker-0", corev1.PodRunning)
+	w0 := worker(api, "solo-worker-0", corev1.PodRunning)
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "solo-config", Namespace: "ml"},
-		Data:       map[string]string{discoverHostsKey: "#!/bin/sh\necho solo-worker-0:1\n"},
+		Data:       map[string]string{discoverHostsKey: "#!/bin/sh\n" + hostLine(api, "solo-worker-0")},
 	}
-	return kubefake.NewClientset(w0, cm), mpifake.NewSimpleClientset(job)
+	return newFakeCluster(t, api, []runtime.Object{job, w0, cm})
 }
 
-func worker(name string, phase corev1.PodPhase) *corev1.Pod {
+// hostLine is the line of discover_hosts.sh that lists a worker of job
+// solo, as the operator of the version writes it.
+func hostLine(api API, pod string) string {
+	if api == APIv2beta1 {
+		return "echo " + pod + ".solo.ml.svc\n"
+	}
+	return "echo " + pod + ":1\n"
+}
+
+func worker(api API, name string, phase corev1.PodPhase) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", Labels: map[string]string{labelJobName: "solo", labelRole: roleWorker}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", Labels: map[string]string{api.LabelJobName: "solo", api.LabelRole: roleWorker}},
 		Status:     corev1.PodStatus{Phase: phase},
 	}
 }
@@ -90,12 +47,19 @@ func worker(name string, phase corev1.PodPhase) *corev1.Pod {
 // Pending; once the timeout passes the replicas go back to 1, and the
 // error names the Pending worker with the scheduler's reason.
 func TestScaleOutRollsBack(t *testing.T) {
-	kube, mpi := oneWorkerJob(t)
+	for _, api := range apis {
+		t.Run(api.Version, func(t *testing.T) { testScaleOutRollsBack(t, api) })
+	}
+}
+
+func testScaleOutRollsBack(t *testing.T, api API) {
+	f := oneWorkerJob(t, api)
+	kube := f.kube
 	ctx := context.Background()
-	updates := scaleSubresource(mpi, func(replicas int32) {
+	updates := scaleSubresource(t, f, func(replicas int32) {
 		pods := kube.CoreV1().Pods("ml")
 		if replicas == 3 {
-			for _, p := range []*corev1.Pod{worker("solo-worker-1", corev1.PodRunning), worker("solo-worker-2", corev1.PodPending)} {
+			for _, p := range []*corev1.Pod{worker(api, "solo-worker-1", corev1.PodRunning), worker(api, "solo-worker-2", corev1.PodPending)} {
 				if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 					t.Error(err)
 				}
@@ -105,7 +69,7 @@ func TestScaleOutRollsBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cm.Data[discoverHostsKey] += "echo solo-worker-1:1\n"
+			cm.Data[discoverHostsKey] += hostLine(api, "solo-worker-1")
 			if _, err := kube.CoreV1().ConfigMaps("ml").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 				t.Error(err)
 			}
@@ -128,7 +92,7 @@ func TestScaleOutRollsBack(t *testing.T) {
 			}
 		}
 	})
-	out, err := run(t, kube, mpi, "scale-out", "solo", "--count", "2", "--timeout", "50ms")
+	out, err := run(t, f, "scale-out", "solo", "--count", "2", "--timeout", "50ms")
 	want := `scale-out of mpijob "solo" timed out after 50ms: 1 of 2 new workers not Running and listed
   solo-worker-2: FailedScheduling: 0/1 nodes are available
 rolled back to 1 workers; leaving the job: solo-worker-1, solo-worker-2`
@@ -147,15 +111,15 @@ rolled back to 1 workers; leaving the job: solo-worker-1, solo-worker-2`
 // TestScaleOutRefusesAConcurrentChange: the replicas changed between the
 // read of the job and the scale: nothing is written.
 func TestScaleOutRefusesAConcurrentChange(t *testing.T) {
-	kube, mpi := oneWorkerJob(t)
-	updates := scaleSubresource(mpi, func(int32) {})
-	mpi.PrependReactor("get", "mpijobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	f := oneWorkerJob(t, APIv1)
+	updates := scaleSubresource(t, f, func(int32) {})
+	f.dyn.PrependReactor("get", "mpijobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.(clienttesting.GetAction).GetSubresource() == "scale" {
-			return true, &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 2}}, nil
+			return true, scaleObject("solo", "ml", 2), nil
 		}
 		return false, nil, nil
 	})
-	_, err := run(t, kube, mpi, "scale-out", "solo", "--count", "1")
+	_, err := run(t, f, "scale-out", "solo", "--count", "1")
 	want := `mpijob "solo" has 2 workers now, not 1: it was scaled meanwhile`
 	if err == nil || err.Error() != want {
 		t.Errorf("scale-out error = %v, want %q", err, want)
@@ -168,21 +132,24 @@ func TestScaleOutRefusesAConcurrentChange(t *testing.T) {
 // TestScaleInByPod marks the named worker with the lowest cost, lowers
 // the replicas and waits until the worker is gone.
 func TestScaleInByPod(t *testing.T) {
-	kube, mpi := oneWorkerJob(t)
+	for _, api := range apis {
+		t.Run(api.Version, func(t *testing.T) { testScaleInByPod(t, api) })
+	}
+}
+
+func testScaleInByPod(t *testing.T, api API) {
+	f := oneWorkerJob(t, api)
+	kube := f.kube
 	ctx := context.Background()
-	for _, p := range []*corev1.Pod{worker("solo-worker-1", corev1.PodRunning), worker("solo-worker-2", corev1.PodRunning)} {
+	for _, p := range []*corev1.Pod{worker(api, "solo-worker-1", corev1.PodRunning), worker(api, "solo-worker-2", corev1.PodRunning)} {
 		p.Annotations = map[string]string{elastic.AnnotationDeletionCost: "-5"}
 		if _, err := kube.CoreV1().Pods("ml").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	job, _ := mpi.KubeflowV1().MPIJobs("ml").Get(ctx, "solo", metav1.GetOptions{})
-	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptrTo[int32](3)
-	if _, err := mpi.KubeflowV1().MPIJobs("ml").Update(ctx, job, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.setWorkers(t, "solo", 3)
 	var costAtScale string
-	updates := scaleSubresource(mpi, func(int32) {
+	updates := scaleSubresource(t, f, func(int32) {
 		// The operator removes the cheapest worker.
 		p, err := kube.CoreV1().Pods("ml").Get(ctx, "solo-worker-0", metav1.GetOptions{})
 		if err != nil {
@@ -196,7 +163,7 @@ func TestScaleInByPod(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	out, err := run(t, kube, mpi, "scale-in", "solo", "--pod", "solo-worker-0")
+	out, err := run(t, f, "scale-in", "solo", "--pod", "solo-worker-0")
 	if err != nil {
 		t.Fatal(err)
 	}

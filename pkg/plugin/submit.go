@@ -5,8 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
@@ -28,10 +26,24 @@ The launcher runs horovodrun with -np, --min-np and --max-np set to --workers,
 --min-workers and --max-workers times --slots, and with the operator's
 discovery script (` + DiscoverHostsPath + `), so that Horovod follows the
 workers as the job is scaled. Each worker gets --gpus nvidia.com/gpu and
---cpu and --memory as requests and limits.`,
+--cpu and --memory as requests and limits, the launcher --launcher-cpu and
+--launcher-memory.
+
+--env, --volume, --node-selector, --toleration and --image-pull-secret go
+into the launcher's pod and the workers' alike; --label and --annotation go
+on the job and on both pods.
+
+A kubeflow.org/v2beta1 job reaches its workers over SSH: their container
+runs sshd in the foreground (` + SSHDScript + `),
+so the image must have sshd and ssh-keygen, as horovod's images do.`,
 		Example: `  # Four workers of one GPU each, elastic between 2 and 8
   kubectl mpijob submit mnist --image horovod/horovod:0.28.1 --workers 4 --min-workers 2 --max-workers 8 --gpus 1 \
     -- python /horovod/examples/elastic/tensorflow2/tensorflow2_mnist_elastic.py
+
+  # Data from a PersistentVolumeClaim, on the nodes of a pool, with a variable
+  kubectl mpijob submit resnet --image registry.example/resnet:1 --workers 4 --gpus 8 \
+    --volume pvc:imagenet:/data:ro --node-selector pool=gpu --toleration nvidia.com/gpu:NoSchedule \
+    --env NCCL_DEBUG=INFO --label team=vision -- python train.py --data /data
 
   # Print the job instead of creating it
   kubectl mpijob submit mnist --image horovod/horovod:0.28.1 --workers 2 --dry-run=client -o yaml -- python train.py`,
@@ -61,6 +73,15 @@ workers as the job is scaled. Each worker gets --gpus nvidia.com/gpu and
 	f.Int32Var(&req.Slots, "slots", 0, "processes per worker (default --gpus, or 1)")
 	f.StringVar(&req.CPU, "cpu", "", "CPU per worker, such as 2 or 500m")
 	f.StringVar(&req.Memory, "memory", "", "memory per worker, such as 4Gi")
+	f.StringVar(&req.LauncherCPU, "launcher-cpu", "", "CPU of the launcher, such as 1 or 500m")
+	f.StringVar(&req.LauncherMemory, "launcher-memory", "", "memory of the launcher, such as 2Gi")
+	f.StringArrayVar(&req.Env, "env", nil, "KEY=VALUE variable of the launcher's and the workers' containers; repeat for more")
+	f.StringArrayVar(&req.Volumes, "volume", nil, "TYPE:SOURCE:PATH[:ro] volume of the launcher and the workers, TYPE:SOURCE one of pvc:CLAIM, hostpath:/DIR, configmap:NAME, mounted at PATH; repeat for more")
+	f.StringArrayVar(&req.NodeSelector, "node-selector", nil, "KEY=VALUE node label the launcher and the workers need; repeat for more")
+	f.StringArrayVar(&req.Tolerations, "toleration", nil, "KEY[=VALUE][:EFFECT] taint the launcher and the workers tolerate (any value without =VALUE, any effect without :EFFECT); repeat for more")
+	f.StringArrayVar(&req.ImagePullSecrets, "image-pull-secret", nil, "Secret of the namespace to pull the image with; repeat for more")
+	f.StringArrayVar(&req.Labels, "label", nil, "KEY=VALUE label of the job and of its pods; repeat for more")
+	f.StringArrayVar(&req.Annotations, "annotation", nil, "KEY=VALUE annotation of the job and of its pods; repeat for more")
 	f.Int32Var(&drainSeconds, "drain-seconds", defaultDrainSeconds, "how long a removed worker stays out of discover_hosts.sh before its pod is deleted")
 	f.StringVar(&dryRun, "dry-run", "none", `"none", "client" (print the job without sending it) or "server" (send it without persisting it)`)
 	printFlags.AddFlags(cmd)
@@ -86,7 +107,7 @@ func runSubmit(cmd *cobra.Command, env *Env, req JobRequest, dryRun string, prin
 		return err
 	}
 	req.Namespace = c.Namespace
-	job, err := BuildJob(req)
+	job, err := buildObject(c.API, req)
 	if err != nil {
 		return err
 	}
@@ -95,19 +116,9 @@ func runSubmit(cmd *cobra.Command, env *Env, req JobRequest, dryRun string, prin
 		if dryRun == "server" {
 			opts.DryRun = []string{metav1.DryRunAll}
 		}
-		if job, err = c.MPI.KubeflowV1().MPIJobs(c.Namespace).Create(cmd.Context(), job, opts); err != nil {
+		if job, err = c.jobs(c.Namespace).Create(cmd.Context(), job, opts); err != nil {
 			return err
 		}
-	}
-	if dryRun == "client" {
-		// A job not sent has no status: leave it out, so that the output
-		// can be created as it is.
-		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(job)
-		if err != nil {
-			return err
-		}
-		delete(obj, "status")
-		return printer.PrintObj(&unstructured.Unstructured{Object: obj}, env.Out)
 	}
 	return printer.PrintObj(job, env.Out)
 }

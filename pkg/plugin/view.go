@@ -59,8 +59,9 @@ type Instance struct {
 
 // Snapshot is what a view is made of, as read from the API server.
 type Snapshot struct {
-	Job  *kubeflow.MPIJob
-	Pods []corev1.Pod // the job's pods (label mpi-job-name)
+	API  API
+	Job  *Job
+	Pods []corev1.Pod // the job's pods (label API.LabelJobName)
 	// Hosts is the content of discover_hosts.sh; empty when the ConfigMap
 	// does not exist yet.
 	Hosts string
@@ -72,16 +73,16 @@ func View(s Snapshot, now time.Time) JobView {
 	v := JobView{
 		Name:      job.Name,
 		Namespace: job.Namespace,
-		Status:    JobStatus(job),
+		Status:    StatusText(job),
 		Duration:  jobDuration(job, now),
 		Desired:   workerReplicas(job),
 	}
 	if ep := job.Spec.ElasticPolicy; ep != nil {
 		v.Min, v.Max = deref(ep.MinReplicas, 1), deref(ep.MaxReplicas, v.Desired)
 	}
-	listed := elastic.ParseDiscoverHosts(s.Hosts)
+	listed := elastic.ListedPods(s.Hosts)
 	for i := range s.Pods {
-		in := instanceOf(job.Name, &s.Pods[i], listed, now)
+		in := instanceOf(s.API, job.Name, &s.Pods[i], listed, now)
 		if in.Role == roleWorker {
 			if in.Phase == string(corev1.PodRunning) && in.DrainingSince == "" {
 				v.Running++
@@ -99,10 +100,10 @@ func View(s Snapshot, now time.Time) JobView {
 }
 
 // instanceOf describes one pod.
-func instanceOf(job string, pod *corev1.Pod, listed map[string]bool, now time.Time) Instance {
+func instanceOf(api API, job string, pod *corev1.Pod, listed map[string]bool, now time.Time) Instance {
 	in := Instance{
 		Name:          pod.Name,
-		Role:          pod.Labels[labelRole],
+		Role:          pod.Labels[api.LabelRole],
 		Index:         -1,
 		Phase:         string(pod.Status.Phase),
 		Node:          pod.Spec.NodeName,
@@ -115,7 +116,7 @@ func instanceOf(job string, pod *corev1.Pod, listed map[string]bool, now time.Ti
 		in.Phase = "Terminating"
 	}
 	if in.Role == roleWorker {
-		in.Index, _ = WorkerIndex(job, pod)
+		in.Index, _ = WorkerIndex(api, job, pod)
 	}
 	for _, c := range pod.Spec.Containers {
 		if q, ok := c.Resources.Limits[ResourceGPU]; ok {
@@ -138,28 +139,35 @@ func drainingSince(pod *corev1.Pod) string {
 	return v
 }
 
-// WorkerIndex tells a worker's index from its replica-index label (either
-// key) or its name's suffix.
-func WorkerIndex(job string, pod *corev1.Pod) (int, bool) {
-	for _, key := range []string{labelReplicaIndex, common.ReplicaIndexLabel} {
-		if i, ok := elastic.ParseIndex(pod.Labels[key]); ok {
-			return i, true
+// WorkerIndex tells a worker's index: under v1 from its replica-index
+// label (either key) or else its name's suffix, under v2beta1 from its
+// name's suffix (API.IndexFromName).
+func WorkerIndex(api API, job string, pod *corev1.Pod) (int, bool) {
+	if !api.IndexFromName {
+		for _, key := range []string{labelReplicaIndex, common.ReplicaIndexLabel} {
+			if i, ok := elastic.ParseIndex(pod.Labels[key]); ok {
+				return i, true
+			}
 		}
 	}
-	return elastic.ParseIndex(strings.TrimPrefix(pod.Name, WorkerPrefix(job)))
+	suffix, ok := strings.CutPrefix(pod.Name, WorkerPrefix(job))
+	if !ok {
+		return 0, false
+	}
+	return elastic.ParseIndex(suffix)
 }
 
-// JobStatus is the job's state as one word: its finishing condition if it
+// StatusText is the job's state as one word: its finishing condition if it
 // has one, else its latest true condition, followed by Resizing or Blocked
-// while those hold.
-func JobStatus(job *kubeflow.MPIJob) string {
+// while those hold. Both versions name their conditions alike.
+func StatusText(job *Job) string {
 	state := "Pending"
 	var extra []string
 	for _, c := range job.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
 		}
-		switch t := string(c.Type); t {
+		switch t := c.Type; t {
 		case "Resizing", "Blocked":
 			extra = append(extra, t)
 		default:
@@ -172,7 +180,7 @@ func JobStatus(job *kubeflow.MPIJob) string {
 }
 
 // jobDuration is from the job's start (or creation) to its end, or now.
-func jobDuration(job *kubeflow.MPIJob, now time.Time) time.Duration {
+func jobDuration(job *Job, now time.Time) time.Duration {
 	start := job.CreationTimestamp.Time
 	if st := job.Status.StartTime; st != nil {
 		start = st.Time
@@ -186,9 +194,9 @@ func jobDuration(job *kubeflow.MPIJob, now time.Time) time.Duration {
 
 // workerReplicas is the job's Worker.replicas; an unset one counts as 1,
 // as the operator takes it.
-func workerReplicas(job *kubeflow.MPIJob) int32 {
-	spec := job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker]
-	if spec == nil {
+func workerReplicas(job *Job) int32 {
+	spec, ok := job.Spec.MPIReplicaSpecs[string(kubeflow.MPIReplicaTypeWorker)]
+	if !ok {
 		return 0
 	}
 	return deref(spec.Replicas, 1)

@@ -10,8 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
 
@@ -23,9 +23,9 @@ type Workers struct {
 
 // WorkersOf picks the workers out of a snapshot.
 func WorkersOf(s Snapshot) Workers {
-	w := Workers{Listed: elastic.ParseDiscoverHosts(s.Hosts)}
+	w := Workers{Listed: elastic.ListedPods(s.Hosts)}
 	for _, p := range s.Pods {
-		if p.Labels[labelRole] == roleWorker {
+		if p.Labels[s.API.LabelRole] == roleWorker {
 			w.Pods = append(w.Pods, p)
 		}
 	}
@@ -107,7 +107,7 @@ func without(names, exclude []string) []string {
 
 // bounds are the elastic policy's bounds of a job; an error for a job
 // without one, which this plugin does not scale.
-func bounds(job *kubeflow.MPIJob) (lo, hi int32, err error) {
+func bounds(job *Job) (lo, hi int32, err error) {
 	ep := job.Spec.ElasticPolicy
 	if ep == nil {
 		return 0, 0, fmt.Errorf("mpijob %q has no elasticPolicy: scale it with kubectl scale", job.Name)
@@ -143,18 +143,25 @@ func setDeletionCost(ctx context.Context, c *Clients, pod string, cost int32) er
 
 // setReplicas moves the job's workers from one count to another through
 // the scale subresource, as kubectl scale --current-replicas does: it
-// refuses when the count is no longer from.
+// refuses when the count is no longer from. The update carries the Scale's
+// resourceVersion, so a change in between is a conflict.
 func setReplicas(ctx context.Context, c *Clients, name string, from, to int32) error {
-	jobs := c.MPI.KubeflowV1().MPIJobs(c.Namespace)
-	sc, err := jobs.GetScale(ctx, name, metav1.GetOptions{})
+	jobs := c.jobs(c.Namespace)
+	sc, err := jobs.Get(ctx, name, metav1.GetOptions{}, "scale")
 	if err != nil {
 		return err
 	}
-	if sc.Spec.Replicas != from {
-		return fmt.Errorf("mpijob %q has %d workers now, not %d: it was scaled meanwhile", name, sc.Spec.Replicas, from)
+	cur, _, err := unstructured.NestedInt64(sc.Object, "spec", "replicas")
+	if err != nil {
+		return fmt.Errorf("reading the scale of mpijob %q: %w", name, err)
 	}
-	sc.Spec.Replicas = to
-	_, err = jobs.UpdateScale(ctx, name, sc, metav1.UpdateOptions{})
+	if cur != int64(from) {
+		return fmt.Errorf("mpijob %q has %d workers now, not %d: it was scaled meanwhile", name, cur, from)
+	}
+	if err := unstructured.SetNestedField(sc.Object, int64(to), "spec", "replicas"); err != nil {
+		return err
+	}
+	_, err = jobs.Update(ctx, sc, metav1.UpdateOptions{}, "scale")
 	return err
 }
 

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,9 +17,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/test/harness"
 )
@@ -26,13 +29,13 @@ import (
 // all of them running and listed. The job and its pods are gone when the
 // test ends, so that each test schedules onto empty nodes: a test that
 // counts on where GPUs are free depends on no other test's pods.
-func submit(t *testing.T, name string, workers, maxWorkers, gpus int) {
+func submit(t *testing.T, name string, workers, maxWorkers, gpus int, flags ...string) {
 	t.Helper()
 	t.Cleanup(func() { remove(t, name) })
-	out := mustPlugin(t, "submit", name, "--image", "horovod/horovod:0.28.1",
+	args := append([]string{"submit", name, "--image", "horovod/horovod:0.28.1",
 		"--workers", fmt.Sprint(workers), "--min-workers", "1", "--max-workers", fmt.Sprint(maxWorkers),
-		"--gpus", fmt.Sprint(gpus), "--cpu", "500m", "--memory", "1Gi", "--drain-seconds", "2",
-		"--", "python", "train.py")
+		"--gpus", fmt.Sprint(gpus), "--cpu", "500m", "--memory", "1Gi", "--drain-seconds", "2"}, flags...)
+	out := mustPlugin(t, append(args, "--", "python", "train.py")...)
 	if want := fmt.Sprintf("mpijob.kubeflow.org/%s created\n", name); out != want {
 		t.Fatalf("submit printed %q, want %q", out, want)
 	}
@@ -60,7 +63,7 @@ func remove(t *testing.T, name string) {
 		return
 	}
 	err := poll.Retry(context.Background(), time.Minute, func() error {
-		out, err := kubectl("get", "pods", "-l", "mpi-job-name="+name, "-o", "name")
+		out, err := kubectl("get", "pods", "-l", api.LabelJobName+"="+name, "-o", "name")
 		if err != nil {
 			return err
 		}
@@ -93,7 +96,7 @@ func waitWorkers(t *testing.T, name string, running, listed int) {
 // workerNames are the job's worker pods, through kubectl.
 func workerNames(t *testing.T, name string) []string {
 	t.Helper()
-	out, err := kubectl("get", "pods", "-l", "mpi-job-name="+name+",mpi-job-role=worker", "-o", "name")
+	out, err := kubectl("get", "pods", "-l", api.LabelJobName+"="+name+","+api.LabelRole+"=worker", "-o", "name")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +108,7 @@ func workerNames(t *testing.T, name string) []string {
 	return names
 }
 
-// hosts is the job's discover_hosts.sh, through kubectl.
+// hosts are the pods the job's discover_hosts.sh lists, through kubectl.
 func hosts(t *testing.T, name string) []string {
 	t.Helper()
 	out, err := kubectl("get", "configmap", name+"-config", "-o", `jsonpath={.data.discover_hosts\.sh}`)
@@ -113,7 +116,7 @@ func hosts(t *testing.T, name string) []string {
 		t.Fatal(err)
 	}
 	var names []string
-	for h := range elastic.ParseDiscoverHosts(out) {
+	for h := range elastic.ListedPods(out) {
 		names = append(names, h)
 	}
 	slices.Sort(names)
@@ -131,19 +134,43 @@ func replicas(t *testing.T, name string) string {
 
 // TestSubmit checks the dry run's job, the created job, list and get.
 func TestSubmit(t *testing.T) {
+	useAPI(t, harness.V1)
+	testSubmit(t)
+}
+
+func testSubmit(t *testing.T) {
 	r := plugin(t, "submit", "dry", "--image", "horovod/horovod:0.28.1", "--workers", "2", "--min-workers", "1",
 		"--max-workers", "4", "--gpus", "2", "--dry-run=client", "-o", "yaml", "--", "python", "train.py")
 	if r.code != 0 {
 		t.Fatal(r)
 	}
-	var job kubeflow.MPIJob
-	if err := yaml.UnmarshalStrict([]byte(r.stdout), &job); err != nil {
+	var job struct {
+		APIVersion string `json:"apiVersion"`
+		Spec       struct {
+			MPIReplicaSpecs map[string]struct {
+				Template corev1.PodTemplateSpec `json:"template"`
+			} `json:"mpiReplicaSpecs"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(r.stdout), &job); err != nil {
 		t.Fatalf("the dry run's YAML: %v\n%s", err, r.stdout)
+	}
+	if want := "kubeflow.org/" + api.Version; job.APIVersion != want {
+		t.Errorf("the dry run's apiVersion is %s, want %s", job.APIVersion, want)
 	}
 	wantCmd := []string{"horovodrun", "-np", "4", "--min-np", "2", "--max-np", "8",
 		"--host-discovery-script", "/etc/mpi/discover_hosts.sh", "python", "train.py"}
-	if diff := cmp.Diff(wantCmd, job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template.Spec.Containers[0].Command); diff != "" {
+	if diff := cmp.Diff(wantCmd, job.Spec.MPIReplicaSpecs["Launcher"].Template.Spec.Containers[0].Command); diff != "" {
 		t.Errorf("launcher command (-want +got):\n%s", diff)
+	}
+	// v2beta1's workers run sshd: its launcher reaches them over SSH.
+	worker := job.Spec.MPIReplicaSpecs["Worker"].Template.Spec.Containers[0]
+	var wantWorker []string
+	if api == harness.V2beta1 {
+		wantWorker = []string{"/bin/sh", "-c", "mkdir -p /run/sshd && ssh-keygen -A && exec /usr/sbin/sshd -De -o StrictModes=no"}
+	}
+	if diff := cmp.Diff(wantWorker, append(worker.Command, worker.Args...)); diff != "" {
+		t.Errorf("worker command (-want +got):\n%s", diff)
 	}
 	if _, err := kubectl("get", "mpijob", "dry"); err == nil {
 		t.Error("a client dry run created the job")
@@ -162,7 +189,7 @@ func TestSubmit(t *testing.T) {
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^Status:\s+Running$`),
 		regexp.MustCompile(`(?m)^Workers:\s+desired 2, running 2, listed 2 \(min 1, max 4\)$`),
-		regexp.MustCompile(`(?m)^sub-launcher\s+launcher\s+Running\s+kwok-node-\d\s+no\s+-\s+0\s+0\s+\S+\s+10\.`),
+		regexp.MustCompile(`(?m)^` + launcherPattern("sub") + `\s+launcher\s+Running\s+kwok-node-\d\s+no\s+-\s+0\s+0\s+\S+\s+10\.`),
 		regexp.MustCompile(`(?m)^sub-worker-0\s+worker\s+Running\s+kwok-node-\d\s+yes\s+-\s+1\s+0\s+`),
 		regexp.MustCompile(`(?m)^sub-worker-1\s+worker\s+Running\s+kwok-node-\d\s+yes\s+-\s+1\s+0\s+`),
 	} {
@@ -170,15 +197,30 @@ func TestSubmit(t *testing.T) {
 			t.Errorf("get -o wide does not match %s:\n%s", want, get)
 		}
 	}
-	var got kubeflow.MPIJob
-	if err := json.Unmarshal([]byte(mustPlugin(t, "get", "sub", "-o", "json")), &got); err != nil || got.Name != "sub" {
-		t.Errorf("get -o json: %v, name %q", err, got.Name)
+	var got unstructured.Unstructured
+	if err := json.Unmarshal([]byte(mustPlugin(t, "get", "sub", "-o", "json")), &got.Object); err != nil ||
+		got.GetName() != "sub" || got.GetAPIVersion() != "kubeflow.org/"+api.Version {
+		t.Errorf("get -o json: %v, name %q, apiVersion %q", err, got.GetName(), got.GetAPIVersion())
 	}
+}
+
+// launcherPattern matches the name of a job's launcher pod: under v2beta1
+// the Job controller's, of a generated suffix.
+func launcherPattern(job string) string {
+	if api.LauncherJob {
+		return regexp.QuoteMeta(job+"-launcher-") + `[a-z0-9]{5}`
+	}
+	return regexp.QuoteMeta(job + "-launcher")
 }
 
 // TestScaleOutAndIn grows a job by two, removes a named worker, then one
 // by count.
 func TestScaleOutAndIn(t *testing.T) {
+	useAPI(t, harness.V1)
+	testScaleOutAndIn(t)
+}
+
+func testScaleOutAndIn(t *testing.T) {
 	submit(t, "grow", 2, 4, 1)
 	out := mustPlugin(t, "scale-out", "grow", "--count", "2", "--timeout", "2m")
 	want := "mpijob \"grow\" scaling out from 2 to 4 workers\n" +
@@ -221,6 +263,11 @@ func TestScaleOutAndIn(t *testing.T) {
 // 8: one new worker fits, the other stays Pending; the scale-out times out
 // and the job goes back to its one worker.
 func TestScaleOutTimeoutRollsBack(t *testing.T) {
+	useAPI(t, harness.V1)
+	testScaleOutTimeoutRollsBack(t)
+}
+
+func testScaleOutTimeoutRollsBack(t *testing.T) {
 	submit(t, "big", 1, 3, 6)
 	start := time.Now()
 	r := plugin(t, "scale-out", "big", "--count", "2", "--timeout", "15s")
@@ -261,6 +308,11 @@ func TestScaleOutTimeoutRollsBack(t *testing.T) {
 // TestBadInput checks that refused commands say why, exit 1 and change
 // nothing.
 func TestBadInput(t *testing.T) {
+	useAPI(t, harness.V1)
+	testBadInput(t)
+}
+
+func testBadInput(t *testing.T) {
 	submit(t, "bad", 2, 3, 0)
 	cases := []struct {
 		args []string
@@ -291,13 +343,21 @@ func TestBadInput(t *testing.T) {
 // container, and -f, which prints lines written after it started until it
 // is interrupted.
 func TestLogs(t *testing.T) {
+	useAPI(t, harness.V1)
+	testLogs(t)
+}
+
+func testLogs(t *testing.T) {
 	submit(t, "talk", 1, 1, 0)
 	dir := t.TempDir()
 	launcherLog := "mpirun: 2 ranks\nepoch 1 loss 0.52\nepoch 2 loss 0.31\nepoch 3 loss 0.17\n"
-	serveLogs(t, dir, "talk-launcher", map[string]string{
-		"mpi-launcher":     launcherLog,
-		"kubectl-delivery": "kubectl copied to /opt/kube\n",
-	})
+	launcherLogs := map[string]string{"mpi-launcher": launcherLog}
+	if !api.LauncherJob {
+		// v1's launcher has an init container.
+		launcherLogs["kubectl-delivery"] = "kubectl copied to /opt/kube\n"
+	}
+	launcher := jobPod(t, "talk", "launcher").Name
+	serveLogs(t, dir, launcher, launcherLogs)
 	serveLogs(t, dir, "talk-worker-0", map[string]string{"mpi-worker": "worker 0: sshd listening\nworker 0: rank 1 up\n"})
 
 	// kwok reads the Logs objects through an informer: wait for the first.
@@ -316,9 +376,14 @@ func TestLogs(t *testing.T) {
 	}{
 		{[]string{"logs", "talk", "--launcher"}, launcherLog},
 		{[]string{"logs", "talk", "--tail", "2"}, "epoch 2 loss 0.31\nepoch 3 loss 0.17\n"},
-		{[]string{"logs", "talk", "-c", "kubectl-delivery"}, "kubectl copied to /opt/kube\n"},
 		{[]string{"logs", "talk", "--worker", "0"}, "worker 0: sshd listening\nworker 0: rank 1 up\n"},
 		{[]string{"logs", "talk", "--worker", "0", "--tail", "1"}, "worker 0: rank 1 up\n"},
+	}
+	if !api.LauncherJob {
+		cases = append(cases, struct {
+			args []string
+			want string
+		}{[]string{"logs", "talk", "-c", "kubectl-delivery"}, "kubectl copied to /opt/kube\n"})
 	}
 	for _, tc := range cases {
 		err := poll.Retry(context.Background(), time.Minute, func() error {
@@ -335,7 +400,7 @@ func TestLogs(t *testing.T) {
 			t.Errorf("kubectl mpijob %s: %v", strings.Join(tc.args, " "), err)
 		}
 	}
-	checkFollow(t, filepath.Join(dir, "talk-launcher.mpi-launcher.log"), "epoch 3 loss 0.17\n")
+	checkFollow(t, filepath.Join(dir, launcher+".mpi-launcher.log"), "epoch 3 loss 0.17\n")
 }
 
 // serveLogs writes each container's log to a CRI log file in dir and
@@ -364,6 +429,12 @@ func serveLogs(t *testing.T, dir, pod string, logs map[string]string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("creating the Logs of %s: %v\n%s", pod, err, out)
 	}
+	// Another test's pod may have the name.
+	t.Cleanup(func() {
+		if _, err := kubectl("delete", "logs.kwok.x-k8s.io", pod, "--ignore-not-found"); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // checkFollow runs logs -f --tail 1 on the launcher, which has logged
@@ -434,6 +505,11 @@ func checkFollow(t *testing.T, logFile, before string) {
 // deletes it: the watch shows the new worker and ends with the deletion,
 // and the job's pods go with it.
 func TestWatchAndDelete(t *testing.T) {
+	useAPI(t, harness.V1)
+	testWatchAndDelete(t)
+}
+
+func testWatchAndDelete(t *testing.T) {
 	submit(t, "seen", 1, 2, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -480,3 +556,211 @@ func writeTemp(t *testing.T, content string) string {
 	}
 	return path
 }
+
+// TestNoKubeconfig runs the plugin where kubectl's loading rules find no
+// kubeconfig: it says so, where it looked and how to point at one, instead
+// of failing to reach localhost:8080.
+func TestNoKubeconfig(t *testing.T) {
+	home := t.TempDir()
+	cmd := exec.Command(env.plugin, "list")
+	cmd.Env = append(harness.Environ("KUBECONFIG", "HOME", "KUBERNETES_MASTER", "KUBERNETES_SERVICE_HOST"), "HOME="+home)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("kubectl mpijob list without a kubeconfig: %v, want exit 1", err)
+	}
+	want := "error: no configuration has been provided: no kubeconfig names a cluster (looked in " + home + "/.kube/config).\n" +
+		"Point kubectl mpijob at one as you would kubectl: --kubeconfig FILE, KUBECONFIG=FILE[:FILE...] in the environment, or --server URL\n"
+	if stderr.String() != want || stdout.Len() > 0 {
+		t.Errorf("stdout %q, stderr %q\nwant stderr %q", stdout.String(), stderr.String(), want)
+	}
+}
+
+// TestVersionAndCompletion: version names the MPIJob versions the cluster
+// serves, the one in use marked, and the shell completion of a job name
+// lists the namespace's jobs.
+func TestVersionAndCompletion(t *testing.T) {
+	useAPI(t, harness.V1)
+	// The v1 CRD serves v2beta1 too, read-only, for an upstream install's
+	// jobs.
+	testVersionAndCompletion(t, `kubeflow\.org/v1 \(used\), kubeflow\.org/v2beta1`)
+}
+
+// testVersionAndCompletion checks version, whose served versions must
+// match served, and the completion of a job name.
+func testVersionAndCompletion(t *testing.T, served string) {
+	out := mustPlugin(t, "version")
+	for _, want := range []*regexp.Regexp{
+		// The commit is "unknown" where Go records no VCS information
+		// (-buildvcs=false).
+		regexp.MustCompile(`(?m)^Plugin version: \S+ \(commit \S+, go[0-9.]+, linux/\w+\)$`),
+		regexp.MustCompile(`(?m)^Server version: v1\.\d+\.\d+$`),
+		regexp.MustCompile(`(?m)^MPIJob APIs served: ` + served + `$`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("version does not match %s:\n%s", want, out)
+		}
+	}
+	t.Cleanup(func() { remove(t, "complete-me") })
+	mustPlugin(t, "submit", "complete-me", "--image", "horovod/horovod:0.28.1", "--", "python", "train.py")
+	r := plugin(t, "__complete", "get", "complete-")
+	if r.code != 0 || r.stdout != "complete-me\n:4\n" {
+		t.Errorf("completion of get complete-: %s", r)
+	}
+}
+
+// TestSubmitPodOptions submits a job with each of submit's pod options and
+// checks them on the pods the operator made and on the job: the variables,
+// a PersistentVolumeClaim bound to a volume, a directory of the node and a
+// ConfigMap mounted, the node selector, the toleration, the pull secret,
+// the labels and annotations, and the launcher's resources.
+func TestSubmitPodOptions(t *testing.T) {
+	useAPI(t, harness.V1)
+	testSubmitPodOptions(t)
+}
+
+func testSubmitPodOptions(t *testing.T) {
+	objects := `apiVersion: v1
+kind: ConfigMap
+metadata: {name: train-settings}
+data: {lr: "0.1"}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: plugin-e2e-train-data}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadOnlyMany]
+  storageClassName: plugin-e2e
+  hostPath: {path: /tmp/train-data}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: train-data}
+spec:
+  accessModes: [ReadOnlyMany]
+  storageClassName: plugin-e2e
+  resources: {requests: {storage: 1Gi}}
+`
+	if _, err := kubectl("apply", "-f", writeTemp(t, objects)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := kubectl("delete", "-f", writeTemp(t, objects), "--ignore-not-found"); err != nil {
+			t.Error(err)
+		}
+	})
+	submit(t, "opts", 1, 2, 0, "--env", "NCCL_DEBUG=INFO", "--env", "EPOCHS=3",
+		"--volume", "pvc:train-data:/data:ro", "--volume", "hostpath:/mnt/cache:/cache", "--volume", "configmap:train-settings:/etc/settings",
+		"--node-selector", "type=kwok", "--toleration", "dedicated=ml:NoSchedule", "--image-pull-secret", "registry",
+		"--label", "team=vision", "--annotation", "owner=ana@example.com",
+		"--launcher-cpu", "250m", "--launcher-memory", "256Mi")
+
+	var job struct {
+		Metadata struct{ Labels, Annotations map[string]string } `json:"metadata"`
+	}
+	getJSON(t, &job, "mpijob", "opts")
+	if job.Metadata.Labels["team"] != "vision" || job.Metadata.Annotations["owner"] != "ana@example.com" {
+		t.Errorf("the job's labels %v, annotations %v", job.Metadata.Labels, job.Metadata.Annotations)
+	}
+	want := podOptions{
+		Env: []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}, {Name: "EPOCHS", Value: "3"}},
+		Volumes: map[string]corev1.VolumeSource{
+			"/data":         {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "train-data", ReadOnly: true}},
+			"/cache":        {HostPath: &corev1.HostPathVolumeSource{Path: "/mnt/cache", Type: ptrTo(corev1.HostPathUnset)}},
+			"/etc/settings": {ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "train-settings"}, DefaultMode: ptrTo[int32](0o644)}},
+		},
+		ReadOnly:     []string{"/data"},
+		NodeSelector: map[string]string{"type": "kwok"},
+		Toleration:   corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ml", Effect: corev1.TaintEffectNoSchedule},
+		PullSecrets:  []corev1.LocalObjectReference{{Name: "registry"}},
+		Label:        "vision",
+		Annotation:   "ana@example.com",
+	}
+	for _, role := range []string{"launcher", "worker"} {
+		pod := jobPod(t, "opts", role)
+		got := podOptionsOf(pod)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("the %s pod %s (-want +got):\n%s", role, pod.Name, diff)
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			t.Errorf("the %s pod %s is %s", role, pod.Name, pod.Status.Phase)
+		}
+		if role == "launcher" {
+			res := pod.Spec.Containers[0].Resources
+			if cpu, mem := res.Requests.Cpu().String(), res.Limits.Memory().String(); cpu != "250m" || mem != "256Mi" {
+				t.Errorf("the launcher's resources: %v", res)
+			}
+		}
+	}
+}
+
+// podOptions are what TestSubmitPodOptions reads of a pod: the options
+// amid what the operator and the API server add.
+type podOptions struct {
+	Env          []corev1.EnvVar
+	Volumes      map[string]corev1.VolumeSource // by mount path
+	ReadOnly     []string                       // mount paths
+	NodeSelector map[string]string
+	Toleration   corev1.Toleration // the one not the API server's
+	PullSecrets  []corev1.LocalObjectReference
+	Label        string // team
+	Annotation   string // owner
+}
+
+func podOptionsOf(pod *corev1.Pod) podOptions {
+	c := pod.Spec.Containers[0]
+	o := podOptions{Volumes: map[string]corev1.VolumeSource{}, NodeSelector: pod.Spec.NodeSelector,
+		PullSecrets: pod.Spec.ImagePullSecrets, Label: pod.Labels["team"], Annotation: pod.Annotations["owner"]}
+	for _, e := range c.Env {
+		if e.Name == "NCCL_DEBUG" || e.Name == "EPOCHS" {
+			o.Env = append(o.Env, e)
+		}
+	}
+	for _, m := range c.VolumeMounts {
+		if !strings.HasPrefix(m.Name, "volume-") {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == m.Name {
+				o.Volumes[m.MountPath] = v.VolumeSource
+			}
+		}
+		if m.ReadOnly {
+			o.ReadOnly = append(o.ReadOnly, m.MountPath)
+		}
+	}
+	for _, tol := range pod.Spec.Tolerations {
+		if tol.Key == "dedicated" {
+			o.Toleration = tol
+		}
+	}
+	return o
+}
+
+// jobPod is the job's pod of the role, read with kubectl.
+func jobPod(t *testing.T, name, role string) *corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	getJSON(t, &pods, "pods", "-l", api.LabelJobName+"="+name+","+api.LabelRole+"="+role)
+	if len(pods.Items) == 0 {
+		t.Fatalf("mpijob %s has no %s pod", name, role)
+	}
+	return &pods.Items[0]
+}
+
+// getJSON reads objects with kubectl -o json into v.
+func getJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out, err := kubectl(append(append([]string{"get"}, args...), "-o", "json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
