@@ -194,7 +194,7 @@ func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
 		utilruntime.HandleError(err)
 		return
 	}
-	c.Enqueue(key, engine.Resized(oldObj, newObj, desiredWorkers))
+	c.EnqueueChange(key, engine.Resized(oldObj, newObj, desiredWorkers), false)
 }
 
 // handleObject enqueues the MPIJob that controls obj, if any.
@@ -243,7 +243,7 @@ func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
 			c.runningSince.store(key, newPod.UID, c.Clock.Now())
 		}
 		settled := c.Expectations.Observe(key, newPod)
-		c.Enqueue(key, elastic.DiscoverabilityChanged(oldPod, newPod, isWorkerPod) || settled)
+		c.EnqueueChange(key, elastic.DiscoverabilityChanged(oldPod, newPod, isWorkerPod), settled)
 	}
 }
 
@@ -263,7 +263,7 @@ func (c *MPIJobController) handlePodDelete(obj any) {
 	if key, ok := ownerKey(pod); ok {
 		c.runningSince.take(key, pod.UID)
 		settled := c.Expectations.ObserveGone(key, pod.UID)
-		c.Enqueue(key, elastic.DiscoverabilityChanged(pod, nil, isWorkerPod) || settled)
+		c.EnqueueChange(key, elastic.DiscoverabilityChanged(pod, nil, isWorkerPod), settled)
 	}
 }
 

@@ -101,9 +101,10 @@ func AddHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.
 // urgently on the events that change what its script may list: a worker
 // turning Running or ending, a drain mark, a change of the worker replicas,
 // in v2 an EndpointSlice of the job's Service, and the pod event that shows
-// the last of the controller's own pod changes the job's files waited for.
-// Urgent keys are handed out before all others, and UrgentWorkers workers
-// take urgent keys only.
+// the last of the controller's own pod changes the job's files waited for
+// (EnqueueChange, which also waits for the job's pace). Urgent keys are
+// handed out before all others, and UrgentWorkers workers take urgent keys
+// only.
 //
 // An urgent key runs the same sync as any other, through the same guards:
 // there is no second path. The queue hands a key to one worker at a time,
@@ -129,6 +130,29 @@ func (b *Base) Enqueue(key string, urgent bool) {
 // status included: the job was queued urgently meanwhile, and the sync
 // that change asks for, next, writes the whole of it.
 func (b *Base) GivingWay(key string) bool { return b.Queue.UrgentAgain(key) }
+
+// EnqueueChange queues key for an event that may change what the job's
+// files list (changed: a worker turning Running or going, a drain mark, a
+// change of the worker replicas, in v2 an EndpointSlice) or that showed the
+// last of the controller's own pod writes the job waited for (settled). A
+// settled job is queued urgently at once: its next pod writes waited for
+// that event. A change is queued urgently once the job's pace lets its
+// files and the objects beside them be written again (Pace): a sync before
+// then could write none of them, and a job of thousands of workers turning
+// Running a few at a time would be synced, at the cost of planning all of
+// them, once per event for nothing. For a job of a few workers that wait is
+// a few milliseconds, and a sync that it spares would only have been put
+// back for the same time.
+func (b *Base) EnqueueChange(key string, changed, settled bool) {
+	switch {
+	case settled:
+		reconcile.AddUrgent(b.Queue, key)
+	case changed:
+		reconcile.AddUrgentAfter(b.Queue, key, b.Engine.Pace.Wait(key, b.Clock.Now()))
+	default:
+		b.Queue.Add(key)
+	}
+}
 
 // Resized tells whether a job update, from oldObj to newObj, changes the
 // worker replicas as replicas reads them from a job of type J, and with

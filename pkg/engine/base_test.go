@@ -1,6 +1,12 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
+)
 
 type sizedJob struct{ replicas int }
 
@@ -19,6 +25,45 @@ func TestResized(t *testing.T) {
 	for _, tc := range cases {
 		if got := Resized(tc.old, tc.new, replicas); got != tc.want {
 			t.Errorf("%s: Resized = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestEnqueueChange: an event that settled the job's pod writes queues it
+// urgently at once; a change of what its files list, urgently once the
+// job's pace lets the files be written (at once when paid); anything else
+// without urgency.
+func TestEnqueueChange(t *testing.T) {
+	const key, paced = "ns/j", "ns/paced"
+	hold := 300 * time.Millisecond
+	b := NewBase(fake.NewClientset(), nil, nil, clock.RealClock{})
+	defer b.Queue.ShutDown()
+	now := time.Now()
+	b.Engine.Pace.Wrote(paced, now, int(hold.Seconds()*DefaultBytesPerSecond))
+
+	for _, tc := range []struct {
+		name             string
+		key              string
+		changed, settled bool
+		wantPriority     int
+		wantAfterAtLeast time.Duration
+	}{
+		{name: "settled, paced", key: paced, settled: true, wantPriority: 1},
+		{name: "settled and changed, paced", key: paced, changed: true, settled: true, wantPriority: 1},
+		{name: "changed, paid", key: key, changed: true, wantPriority: 1},
+		{name: "neither", key: paced, wantPriority: 0},
+		{name: "changed, paced", key: paced, changed: true, wantPriority: 1, wantAfterAtLeast: hold - time.Since(now) - 50*time.Millisecond},
+	} {
+		start := time.Now()
+		b.EnqueueChange(tc.key, tc.changed, tc.settled)
+		if tc.wantAfterAtLeast > 0 && b.Queue.Len() != 0 {
+			t.Errorf("%s: queued at once, want after the pace", tc.name)
+		}
+		got, priority, _ := b.Queue.GetWithPriority()
+		b.Queue.Done(got)
+		if waited := time.Since(start); got != tc.key || priority != tc.wantPriority || waited < tc.wantAfterAtLeast {
+			t.Errorf("%s: got %q at priority %d after %v, want %q at %d after at least %v",
+				tc.name, got, priority, waited, tc.key, tc.wantPriority, tc.wantAfterAtLeast)
 		}
 	}
 }

@@ -185,7 +185,7 @@ func (c *MPIJobController) enqueueJob(obj any) {
 // replicas changed.
 func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
 	if m, ok := newObj.(metav1.Object); ok {
-		c.Enqueue(m.GetNamespace()+"/"+m.GetName(), engine.Resized(oldObj, newObj, specReplicas))
+		c.EnqueueChange(m.GetNamespace()+"/"+m.GetName(), engine.Resized(oldObj, newObj, specReplicas), false)
 	}
 }
 
@@ -256,7 +256,7 @@ func (c *MPIJobController) observePod(pod *corev1.Pod, urgent bool) {
 	if key, ok := podJob(pod); ok {
 		c.Expectations.ObserveCreate(key, pod.Name)
 		settled := c.Expectations.Observe(key, pod)
-		c.Enqueue(key, urgent || settled)
+		c.EnqueueChange(key, urgent, settled)
 	}
 }
 
@@ -271,7 +271,7 @@ func (c *MPIJobController) handlePodGone(obj any) {
 	if key, ok := podJob(pod); ok {
 		c.Expectations.ObserveCreate(key, pod.Name)
 		settled := c.Expectations.ObserveGone(key, pod.UID)
-		c.Enqueue(key, elastic.DiscoverabilityChanged(pod, nil, isWorker) || settled)
+		c.EnqueueChange(key, elastic.DiscoverabilityChanged(pod, nil, isWorker), settled)
 	}
 }
 
@@ -286,7 +286,7 @@ func (c *MPIJobController) handleSlice(obj any) {
 	if key, ok := c.jobKeyIfExists(s.Namespace, s.Labels[labelApp]); ok {
 		// A name that starts or stops resolving changes what
 		// discover_hosts.sh may list.
-		reconcile.AddUrgent(c.Queue, key)
+		c.EnqueueChange(key, true, false)
 	}
 }
 
