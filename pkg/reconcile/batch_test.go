@@ -98,20 +98,21 @@ func TestInBatchesSlowStart(t *testing.T) {
 // TestInBatchesUntil: stop is asked before each batch but the first, and
 // ends the calls there.
 func TestInBatchesUntil(t *testing.T) {
-	var calls, asked int
+	var calls atomic.Int64 // a batch calls in parallel
+	asked := 0
 	done, err := InBatchesUntil(20, 1, func() bool {
 		asked++
-		return calls >= 3
+		return calls.Load() >= 3
 	}, func(int) error {
-		calls++
+		calls.Add(1)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Batches of 1 and 2, then stop.
-	if want := []int{0, 1, 2}; !slices.Equal(done, want) || calls != 3 || asked != 2 {
-		t.Errorf("done %v after %d calls and %d questions, want %v after 3 and 2", done, calls, asked, want)
+	if want := []int{0, 1, 2}; !slices.Equal(done, want) || calls.Load() != 3 || asked != 2 {
+		t.Errorf("done %v after %d calls and %d questions, want %v after 3 and 2", done, calls.Load(), asked, want)
 	}
 }
 
