@@ -127,7 +127,7 @@ func TestCreationsGiveWayToAnUrgentChange(t *testing.T) {
 			f.kubeClient.PrependReactor("create", "pods", func(core.Action) (bool, runtime.Object, error) {
 				created++
 				if urgent && created == 1 {
-					c.Enqueue(key, true)
+					reconcile.AddUrgent(c.Queue, key)
 				}
 				return false, nil, nil
 			})

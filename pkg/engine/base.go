@@ -92,40 +92,6 @@ func AddHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.
 	return append(synced, reg.HasSynced)
 }
 
-// Enqueue queues key, ahead of the keys queued without urgency when urgent.
-//
-// Urgent keys. Horovod asks discover_hosts.sh for hosts every second, so a
-// worker that turns Running, or stops being usable, and the victims of a
-// scale-in, should reach the script at once, while a burst of job creations
-// fills the queue for seconds. The controllers therefore queue a job
-// urgently on the events that change what its script may list: a worker
-// turning Running or ending, a drain mark, a change of the worker replicas,
-// in v2 an EndpointSlice of the job's Service, and the pod event that shows
-// the last of the controller's own pod changes the job's files waited for
-// (EnqueueChange, which also waits for the job's pace). Urgent keys are
-// handed out before all others, and UrgentWorkers workers take urgent keys
-// only.
-//
-// An urgent key runs the same sync as any other, through the same guards:
-// there is no second path. The queue hands a key to one worker at a time,
-// so only one sync of a job runs at once, and each sync sees the previous
-// one's writes through the expectations and the cache. Once its files are
-// written, a sync whose own job was queued urgently meanwhile gives way at
-// its next step (Engine.GiveWay, GivingWay): it creates no more, deletes
-// nothing and leaves its status unwritten, and the sync that change asks
-// for runs next, lists the worker that turned Running, and carries on with
-// the whole of what is left. Without that, a worker turning Running waited
-// for every write of its job's sync in flight. A write that conflicted
-// because the cache was a moment behind is retried at the priority its key
-// had (reconcile.Settle).
-func (b *Base) Enqueue(key string, urgent bool) {
-	if urgent {
-		reconcile.AddUrgent(b.Queue, key)
-		return
-	}
-	b.Queue.Add(key)
-}
-
 // GivingWay tells whether the sync of key should write nothing more, its
 // status included: the job was queued urgently meanwhile, and the sync
 // that change asks for, next, writes the whole of it.
@@ -143,6 +109,30 @@ func (b *Base) GivingWay(key string) bool { return b.Queue.UrgentAgain(key) }
 // them, once per event for nothing. For a job of a few workers that wait is
 // a few milliseconds, and a sync that it spares would only have been put
 // back for the same time.
+//
+// Urgent keys. Horovod asks discover_hosts.sh for hosts every second, so a
+// worker that turns Running, or stops being usable, and the victims of a
+// scale-in, should reach the script at once, while a burst of job creations
+// fills the queue for seconds. The controllers therefore queue a job
+// urgently on the events that change what its script may list: a worker
+// turning Running or ending, a drain mark, a change of the worker replicas,
+// in v2 an EndpointSlice of the job's Service, and the pod event that shows
+// the last of the controller's own pod changes the job's files waited for.
+// Urgent keys are handed out before all others, and UrgentWorkers workers
+// take urgent keys only.
+//
+// An urgent key runs the same sync as any other, through the same guards:
+// there is no second path. The queue hands a key to one worker at a time,
+// so only one sync of a job runs at once, and each sync sees the previous
+// one's writes through the expectations and the cache. Once its files are
+// written, a sync whose own job was queued urgently meanwhile gives way at
+// its next step (Engine.GiveWay, GivingWay): it creates no more, deletes
+// nothing and leaves its status unwritten, and the sync that change asks
+// for runs next, lists the worker that turned Running, and carries on with
+// the whole of what is left. Without that, a worker turning Running waited
+// for every write of its job's sync in flight. A write that conflicted
+// because the cache was a moment behind is retried at the priority its key
+// had (reconcile.Settle).
 func (b *Base) EnqueueChange(key string, changed, settled bool) {
 	switch {
 	case settled:

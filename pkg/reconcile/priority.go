@@ -4,9 +4,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubeflow/mpi-operator/pkg/metrics"
-
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
 // Queue is a controller's one queue of job keys. Like client-go's work

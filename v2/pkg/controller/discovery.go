@@ -6,7 +6,7 @@ import (
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
-// The events that queue a job urgently (engine.Base.Enqueue). A v2
+// The events that queue a job urgently (engine.Base.EnqueueChange). A v2
 // worker is listed once it is Running and its name resolves, so the
 // EndpointSlices of a job's Service count too (handleSlice).
 

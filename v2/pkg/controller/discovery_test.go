@@ -16,6 +16,7 @@ import (
 	core "k8s.io/client-go/testing"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
@@ -218,7 +219,7 @@ func TestSyncGivesWayAfterTheFiles(t *testing.T) {
 	f.refresh()
 	drain(f)
 	f.kube.PrependReactor("update", "configmaps", func(core.Action) (bool, runtime.Object, error) {
-		f.c.Enqueue(testKey, true)
+		reconcile.AddUrgent(f.c.Queue, testKey)
 		return false, nil, nil
 	})
 	f.c.Queue.Add(testKey)
