@@ -8,6 +8,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // The early exits of a sync. Every sync, urgent or not, decides through
@@ -60,6 +61,8 @@ type observed struct {
 	job      *kubeflow.MPIJob
 	launcher *corev1.Pod
 	pods     []*corev1.Pod
+	// seen is what the expectations told before the pods were read.
+	seen     reconcile.Seen
 	workers  []elastic.Worker
 	recorded elastic.State
 	belowMin elastic.MinReplicasClock
@@ -93,6 +96,7 @@ func (c *MPIJobController) checkJob(shared *kubeflow.MPIJob, now metav1.Time) (*
 	if job.Status.StartTime == nil {
 		job.Status.StartTime = &now
 	}
+	obs.seen = c.Expectations.Seen(jobKey(job))
 	if err := c.observePods(obs); err != nil {
 		return obs, exitRecord, err
 	}

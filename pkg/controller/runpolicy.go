@@ -55,7 +55,7 @@ func (c *MPIJobController) reconcileFinished(ctx context.Context, obs *observed,
 		return 0, err
 	}
 	victims := podsToClean(job, obs.launcher, obs.pods)
-	if len(victims) > 0 && c.Expectations.Satisfied(jobKey(job)) {
+	if len(victims) > 0 && c.Expectations.SettledSince(obs.seen, jobKey(job)) {
 		if _, err := reconcile.InBatches(len(victims), reconcile.MaxBatch, func(i int) error { return c.Pods.Delete(ctx, owner(job), victims[i]) }); err != nil {
 			return 0, err
 		}

@@ -122,7 +122,9 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 		},
 		func(ctx context.Context, _ elastic.Plan, _ bool) error { return c.syncPodGroup(ctx, job) },
 	}
-	acted, err := c.Engine.Act(ctx, engineJob(job, now.Time), ws, plan, h)
+	ej := engineJob(job, now.Time)
+	ej.Seen = obs.seen
+	acted, err := c.Engine.Act(ctx, ej, ws, plan, h)
 	if acted.Written {
 		c.observeDiscovery(jobKey(job), ws, plan.Hosts.Running)
 	}

@@ -62,6 +62,11 @@ type Job struct {
 	WorkerName  func(index int) string
 	// Now is the time of the sync, from which drains count.
 	Now time.Time
+	// Seen is what the expectations of the controller's pod writes told
+	// before the sync read the job's pods, from which its workers and plan
+	// come (reconcile.Seen). Act also waits for the pod writes that the
+	// sync made since.
+	Seen reconcile.Seen
 }
 
 // Hooks are what the API version decides: how the files and the objects
@@ -117,10 +122,11 @@ type Outcome struct {
 //  6. the deletions of drained or finished workers.
 //
 // While the cache does not show the controller's own last pod writes of the
-// job, the plan may repeat them: the pod writes wait (the event that shows
-// them brings the job back, or ExpectationsTimeout passes). While it does
-// not show a drain mark or a deletion, the plan could list a worker already
-// taken out of the script: the files wait too.
+// job (as job.Seen tells, taken before ws was read), the plan may repeat
+// them: the pod writes wait (the event that shows them brings the job back,
+// or ExpectationsTimeout passes). While it does not show a drain mark or a
+// deletion, the plan could list a worker already taken out of the script:
+// the files wait too.
 //
 // Once the files are written, Act gives way (Outcome.GaveWay) at the next
 // step if the job was queued urgently meanwhile (GiveWay): the sync that
@@ -128,7 +134,7 @@ type Outcome struct {
 // turned Running, and carries on with the steps left.
 func (e *Engine) Act(ctx context.Context, job Job, ws []elastic.Worker, plan elastic.Plan, h Hooks) (Outcome, error) {
 	key := job.Owner.Key()
-	out := Outcome{Settled: e.Pods.Expectations.Satisfied(key), Requeue: plan.Requeue}
+	out := Outcome{Settled: e.Pods.Expectations.SettledSince(job.Seen, key), Requeue: plan.Requeue}
 	if !out.Settled {
 		plan.Create, plan.Drain, plan.Remove = nil, nil, nil
 		out.Requeue = elastic.Sooner(out.Requeue, reconcile.ExpectationsTimeout)
@@ -188,7 +194,7 @@ func (e *Engine) givingWay(key string) bool { return e.GiveWay != nil && e.GiveW
 // (then the files wait).
 func (e *Engine) writeFiles(ctx context.Context, job Job, plan elastic.Plan, h Hooks, out Outcome, rest podSteps) (Outcome, podSteps, error) {
 	key := job.Owner.Key()
-	changing := e.Pods.Expectations.Changing(key)
+	changing := job.Seen.Changing || e.Pods.Expectations.Changing(key)
 	// A job whose last writes are not paid for yet (Pace) writes nothing
 	// that would change an object; what is as wanted counts as written.
 	wait := e.Pace.Wait(key, job.Now)

@@ -41,6 +41,9 @@ type actFixture struct {
 	events []string
 	// filesErr, when set, is what the files' write returns.
 	filesErr error
+	// afterRead, when set, runs once the workers are read from the pods,
+	// before Act: events that the informer delivers meanwhile.
+	afterRead func()
 }
 
 func newActFixture(t *testing.T, workers int) *actFixture {
@@ -137,12 +140,17 @@ func (f *actFixture) worker(i int) *corev1.Pod {
 func (f *actFixture) act(replicas int) (Outcome, error) {
 	f.t.Helper()
 	f.job.Replicas = replicas
+	// As the controllers do: the expectations first, then the pods.
+	f.job.Seen = f.engine.Pods.Expectations.Seen(f.job.Owner.Key())
 	spec := elastic.Spec{Elastic: true, Replicas: replicas, DrainPeriod: f.job.DrainPeriod, WorkerName: f.job.WorkerName}
 	ws := elastic.ParseWorkers(f.pods, func(p *corev1.Pod) (int, bool) {
 		var i int
 		_, err := fmt.Sscanf(p.Name, "j-worker-%d", &i)
 		return i, err == nil
 	})
+	if f.afterRead != nil {
+		f.afterRead()
+	}
 	plan := elastic.PlanWorkers(spec, ws, len(f.pods), func(int) elastic.Holder { return elastic.NameFree }, testNow)
 	return f.engine.Act(context.Background(), f.job, ws, plan, Hooks{
 		Files: func(ctx context.Context, plan elastic.Plan) (string, error) {
@@ -260,6 +268,35 @@ func TestActWaitsForOwnPodWrites(t *testing.T) {
 		if out.Settled || out.Requeue <= 0 {
 			t.Errorf("outcome %+v, want unsettled with a requeue", out)
 		}
+	})
+	// The event of the creation arrives after the pods were read: they do
+	// not show the worker, so the plan would create it again and leave it
+	// out of the Role. What the expectations told before the read holds.
+	t.Run("creation seen after the pods were read", func(t *testing.T) {
+		f := newActFixture(t, 1)
+		f.engine.Pods.Expectations.ExpectCreate("ns/j", "j-worker-1")
+		f.afterRead = func() { f.engine.Pods.Expectations.ObserveCreate("ns/j", "j-worker-1") }
+		out, err := f.act(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.expectLog("files", "tell")
+		if out.Settled {
+			t.Errorf("outcome %+v, want unsettled", out)
+		}
+	})
+	t.Run("mark seen after the pods were read", func(t *testing.T) {
+		f := newActFixture(t, 3)
+		f.engine.Pods.Expectations.ExpectChange("ns/j", "j-worker-2", reconcile.ShowsAnnotation(elastic.AnnotationDrainingSince, "x"))
+		f.afterRead = func() {
+			marked := f.pods[2].DeepCopy()
+			marked.Annotations = map[string]string{elastic.AnnotationDrainingSince: "x"}
+			f.engine.Pods.Expectations.Observe("ns/j", marked)
+		}
+		if _, err := f.act(1); err != nil {
+			t.Fatal(err)
+		}
+		f.expectLog()
 	})
 	t.Run("mark unseen", func(t *testing.T) {
 		f := newActFixture(t, 3)

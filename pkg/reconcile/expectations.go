@@ -156,6 +156,35 @@ func (e *Expectations) Changing(key string) bool {
 	return p != nil && len(p.changes) > 0 && e.clock.Since(p.since) <= ExpectationsTimeout
 }
 
+// Seen is what the expectations told of a job at one moment.
+//
+// A sync takes it before it reads the job's pods from the cache, as the
+// Job controller reads its expectations before it lists a job's pods: the
+// pods read afterwards show at least every write that Seen counts as shown.
+// Expectations read after the pods may count writes whose events arrived in
+// between, and a sync that trusted them would act on pods that lack those
+// writes: create a worker that exists, or name in the files and the
+// launcher's Role a set of workers that misses some.
+type Seen struct {
+	// Settled: the cache showed every write of the controller's for the
+	// job, or the wait for them had timed out (Satisfied).
+	Settled bool
+	// Changing: it had yet to show objects the controller patched or
+	// deleted (Changing).
+	Changing bool
+}
+
+// Seen tells whether job key is Satisfied and whether it is Changing.
+func (e *Expectations) Seen(key string) Seen {
+	return Seen{Settled: e.Satisfied(key), Changing: e.Changing(key)}
+}
+
+// SettledSince tells whether job key, as seen before a sync read its pods,
+// is still settled: the pod writes that the sync made since count too.
+func (e *Expectations) SettledSince(seen Seen, key string) bool {
+	return seen.Settled && e.Satisfied(key)
+}
+
 // Forget drops what is expected of a job, when it is gone.
 func (e *Expectations) Forget(key string) {
 	e.mu.Lock()

@@ -170,3 +170,29 @@ func TestObserveTellsTheLastChangeSettled(t *testing.T) {
 		t.Errorf("Changing %v, Satisfied %v; want the creation alone awaited", e.Changing(key), e.Satisfied(key))
 	}
 }
+
+// TestSeenHoldsUntilTheNextRead: what Seen told before a sync read the pods
+// holds for that sync though the events come in meanwhile, and a write the
+// sync makes after the read unsettles it (SettledSince).
+func TestSeenHoldsUntilTheNextRead(t *testing.T) {
+	e := NewExpectations(clocktesting.NewFakeClock(testNow))
+	e.ExpectCreate("ns/a", "a-worker-1")
+	e.ExpectChange("ns/a", "uid-0", ShowsDeletion)
+	seen := e.Seen("ns/a")
+	if seen != (Seen{Settled: false, Changing: true}) {
+		t.Fatalf("seen %+v with a create and a deletion pending", seen)
+	}
+	e.ObserveCreate("ns/a", "a-worker-1")
+	e.ObserveGone("ns/a", "uid-0")
+	if e.SettledSince(seen, "ns/a") {
+		t.Error("settled by events that came after the pods were read")
+	}
+	seen = e.Seen("ns/a")
+	if seen != (Seen{Settled: true}) || !e.SettledSince(seen, "ns/a") {
+		t.Fatalf("seen %+v once every write was shown", seen)
+	}
+	e.ExpectCreate("ns/a", "a-worker-2")
+	if e.SettledSince(seen, "ns/a") {
+		t.Error("settled with a write of the sync's own pending")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
@@ -37,7 +38,7 @@ const (
 )
 
 // reconcileSuspended stops a suspended job and records it.
-func (c *MPIJobController) reconcileSuspended(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, pods []*corev1.Pod, now metav1.Time) (time.Duration, error) {
+func (c *MPIJobController) reconcileSuspended(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, pods []*corev1.Pod, seen reconcile.Seen, now metav1.Time) (time.Duration, error) {
 	// Suspended goes last, where kubectl's State column (the last
 	// condition) shows it.
 	setCondition(&job.Status, v2beta1.JobRunning, corev1.ConditionFalse, reasonSuspended,
@@ -55,7 +56,7 @@ func (c *MPIJobController) reconcileSuspended(ctx context.Context, job *v2beta1.
 	if err := c.suspendLauncher(ctx, job, launcher); err != nil {
 		return 0, err
 	}
-	requeue, err := c.stopWorkers(ctx, job, live)
+	requeue, err := c.stopWorkers(ctx, job, live, seen)
 	if err != nil {
 		return 0, err
 	}

@@ -89,18 +89,21 @@ func (c *MPIJobController) reconcile(ctx context.Context, job *v2beta1.MPIJob, n
 			return 0, err
 		}
 	}
+	// What the expectations tell goes with the pods read after it
+	// (reconcile.Seen).
+	seen := c.Expectations.Seen(jobKey(job))
 	launcher, pods, err := c.observe(job)
 	if err != nil {
 		return 0, err
 	}
 	switch {
 	case conditions.Finished(job.Status.Conditions):
-		return c.reconcileFinished(ctx, job, launcher, pods, recorded)
+		return c.reconcileFinished(ctx, job, launcher, pods, seen, recorded)
 	case *job.Spec.RunPolicy.Suspend:
-		return c.reconcileSuspended(ctx, job, launcher, pods, now)
+		return c.reconcileSuspended(ctx, job, launcher, pods, seen, now)
 	}
 	markResumed(job, now)
-	return c.reconcileActive(ctx, job, launcher, pods, now)
+	return c.reconcileActive(ctx, job, launcher, pods, seen, now)
 }
 
 // checkSpec validates the job. A job that has not started fails with an
@@ -126,7 +129,7 @@ func (c *MPIJobController) checkSpec(job *v2beta1.MPIJob, now metav1.Time) error
 // reconcileActive runs a job that is neither finished nor suspended: the
 // launcher's outcome first, then the children in the order they depend on
 // each other, then the status.
-func (c *MPIJobController) reconcileActive(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, pods []*corev1.Pod, now metav1.Time) (time.Duration, error) {
+func (c *MPIJobController) reconcileActive(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, pods []*corev1.Pod, seen reconcile.Seen, now metav1.Time) (time.Duration, error) {
 	if launcherOutcome(job, launcher, now) {
 		return 0, nil
 	}
@@ -141,7 +144,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *v2beta1.MPI
 	if err != nil {
 		return 0, err
 	}
-	out, err := c.syncWorkers(ctx, job, pods, now)
+	out, err := c.syncWorkers(ctx, job, pods, seen, now)
 	if err != nil || out.gaveWay || conditions.Finished(job.Status.Conditions) {
 		return 0, err
 	}
@@ -279,7 +282,7 @@ func failEvicted(job *v2beta1.MPIJob, pods []*corev1.Pod, now metav1.Time) bool 
 // deletes the workers that have not finished, All every worker, None
 // nothing. No worker goes while discover_hosts.sh lists it, and the
 // PodGroup goes with the pods.
-func (c *MPIJobController) reconcileFinished(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, pods []*corev1.Pod, recorded bool) (time.Duration, error) {
+func (c *MPIJobController) reconcileFinished(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, pods []*corev1.Pod, seen reconcile.Seen, recorded bool) (time.Duration, error) {
 	if !recorded {
 		return 0, nil
 	}
@@ -299,7 +302,7 @@ func (c *MPIJobController) reconcileFinished(ctx context.Context, job *v2beta1.M
 	if err := c.deletePodGroup(ctx, job); err != nil {
 		return 0, err
 	}
-	return c.stopWorkers(ctx, job, doomed)
+	return c.stopWorkers(ctx, job, doomed, seen)
 }
 
 func podFinished(p *corev1.Pod) bool {

@@ -56,7 +56,7 @@ func (c *MPIJobController) maxWorkerPods() int {
 // (engine.Act): the files with the bookkeeping, the drain marks of the
 // victims the written files no longer list, the creations, the deletions
 // and the marks of replaced workers.
-func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, now metav1.Time) (workerOutcome, error) {
+func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, seen reconcile.Seen, now metav1.Time) (workerOutcome, error) {
 	out := workerOutcome{
 		workers: elastic.ParseWorkers(pods, func(p *corev1.Pod) (int, bool) { return workerIndex(job, p) }),
 		spec:    workerSpec(job, c.resolvableWorkers(job, pods)),
@@ -83,7 +83,9 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 			job.Namespace, job.Name, clock.Running, *ep.MinReplicas, *ep.MinReplicasTimeoutSeconds), now)
 		return out, nil
 	}
-	acted, err := c.Engine.Act(ctx, c.engineJob(job, now.Time), out.workers, out.plan, engine.Hooks{
+	ej := c.engineJob(job, now.Time)
+	ej.Seen = seen
+	acted, err := c.Engine.Act(ctx, ej, out.workers, out.plan, engine.Hooks{
 		Files: func(ctx context.Context, plan elastic.Plan) (string, error) {
 			state := elastic.State{NextIndex: plan.NextIndex, BelowMinSince: clock.Since}
 			want := newConfigMap(job, plan.Hosts.Desired, plan.Hosts.Running, subdomains(job, pods), c.cfg.ClusterDomain, state.Annotations())
@@ -179,11 +181,11 @@ func minReplicasClock(job *v2beta1.MPIJob, ws []elastic.Worker, recorded elastic
 // of them is deleted while it is listed.
 // It returns how long to wait for the cache when it does not show the
 // controller's last pod writes yet, and so leaves the pods alone.
-func (c *MPIJobController) stopWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod) (time.Duration, error) {
+func (c *MPIJobController) stopWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, seen reconcile.Seen) (time.Duration, error) {
 	if len(pods) == 0 {
 		return 0, nil
 	}
-	if !c.Expectations.Satisfied(jobKey(job)) {
+	if !c.Expectations.SettledSince(seen, jobKey(job)) {
 		// Their events bring the job back, or the wait expires.
 		return reconcile.ExpectationsTimeout, nil
 	}
