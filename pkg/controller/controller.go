@@ -63,9 +63,6 @@ type MPIJobController struct {
 	// runningSince remembers when the controller saw each worker turn
 	// Running, for the discovery latency histogram only.
 	runningSince runningSince
-	// countChanges holds back status writes that change the replica counts
-	// or the Resizing condition only (status.go).
-	countChanges countChanges
 	// refreshes remembers the launcher refreshes the cache has yet to
 	// show (launcher.go).
 	refreshes launcherRefreshes
@@ -131,7 +128,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 	if cfg.CreationClient != nil {
 		c.Engine.Creations.Client = cfg.CreationClient
 	}
-	c.memory = append(c.Stores(), &c.runningSince, &c.countChanges, &c.refreshes)
+	c.memory = append(c.Stores(), &c.runningSince, &c.refreshes)
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueJob,

@@ -12,6 +12,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
@@ -185,7 +186,7 @@ func TestFixedJobFailedWorkerIsNotReplaced(t *testing.T) {
 
 // TestResizeWithinBatchPeriodWritesNoCondition: the Resizing condition of a
 // resize waits with the counts; a resize that settles within
-// statusBatchPeriod never writes it.
+// engine.StatusBatchPeriod never writes it.
 func TestResizeWithinBatchPeriodWritesNoCondition(t *testing.T) {
 	f := newFixture(t)
 	job := elasticJob(f, 2, 1)
@@ -196,12 +197,12 @@ func TestResizeWithinBatchPeriodWritesNoCondition(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectMPIWrites()
-	if requeue != statusBatchPeriod {
-		t.Errorf("requeue after %v, want %v for the Resizing condition", requeue, statusBatchPeriod)
+	if requeue != engine.StatusBatchPeriod {
+		t.Errorf("requeue after %v, want %v for the Resizing condition", requeue, engine.StatusBatchPeriod)
 	}
 	// Back to two workers before the period ends: nothing to write.
 	job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
-	f.clock.Step(statusBatchPeriod / 2)
+	f.clock.Step(engine.StatusBatchPeriod / 2)
 	if _, err := c.syncHandler(ctx, jobKey(job)); err != nil {
 		t.Fatal(err)
 	}

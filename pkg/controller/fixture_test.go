@@ -30,6 +30,7 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	mpifake "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/fake"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 )
 
 // testNow is the fixed time of every sync test.
@@ -177,12 +178,12 @@ func (f *fixture) syncErr(job *kubeflow.MPIJob) (time.Duration, error) {
 }
 
 // syncCountsDue runs one sync of job on a controller for which a change of
-// the job's replica counts alone has waited statusBatchPeriod already, so
-// that it is written.
+// the job's replica counts alone has waited engine.StatusBatchPeriod
+// already, so that it is written.
 func (f *fixture) syncCountsDue(job *kubeflow.MPIJob) time.Duration {
 	f.t.Helper()
 	d, err := f.syncPrepared(job, func(c *MPIJobController) {
-		c.countChanges.Wait(jobKey(job), f.clock.Now().Add(-statusBatchPeriod), statusBatchPeriod)
+		c.StatusHold.Wait(jobKey(job), f.clock.Now().Add(-engine.StatusBatchPeriod), true)
 	})
 	if err != nil {
 		f.t.Fatalf("sync: %v", err)

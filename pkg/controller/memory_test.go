@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 )
 
 // TestDeletedJobLeavesNoMemory plays a job through what makes the
@@ -32,12 +34,12 @@ func TestDeletedJobLeavesNoMemory(t *testing.T) {
 		if _, err := c.syncHandler(ctx, key); err != nil {
 			t.Fatal(err)
 		}
-		f.clock.Step(statusBatchPeriod)
+		f.clock.Step(engine.StatusBatchPeriod)
 	}
 	f.expectMPIWrites(statusUpdate())
 	// The status write ended the wait, as every write does, so no sync
 	// leaves both behind; the next change of the counts starts it again.
-	c.countChanges.Wait(key, f.clock.Now(), statusBatchPeriod)
+	c.StatusHold.Wait(key, f.clock.Now(), true)
 	// Worker 2 turns Running, the informer tells.
 	pending := existingWorkers(job, corev1.PodPending, 2)[0]
 	running := pending.DeepCopy()

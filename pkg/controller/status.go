@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
@@ -138,38 +137,17 @@ func countLauncher(job *kubeflow.MPIJob, launcher *corev1.Pod) {
 	}
 }
 
-// statusBatchPeriod is how long a change of the replica counts or of the
-// Resizing condition alone may wait before it is written, as the Job
-// controller batches its pods' updates: the workers of a resize change phase
-// one after another, and the status then reaches the API server in one write
-// rather than one each; a resize that settles within the period costs one
-// write, with the Resizing condition come and gone. A change of another
-// condition, or of anything else, is written at once, with the rest.
-const statusBatchPeriod = time.Second
-
 // writeStatus sends the job's status to the API server if it differs from
 // what the informer saw, in one request through the status subresource. A
 // difference in what withoutBatched leaves out alone waits up to
-// statusBatchPeriod; it returns how long until it is due.
+// engine.StatusBatchPeriod; it returns how long until it is due.
 func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatus, job *kubeflow.MPIJob) (time.Duration, error) {
 	initStatus(&job.Status)
 	cur := job.Status.DeepCopy()
 	cur.LastReconcileTime = old.LastReconcileTime
-	key := jobKey(job)
-	if equality.Semantic.DeepEqual(old, cur) {
-		c.countChanges.Forget(key)
-		return 0, nil
-	}
-	if equality.Semantic.DeepEqual(withoutBatched(old), withoutBatched(cur)) {
-		if wait := c.countChanges.Wait(key, c.Clock.Now(), statusBatchPeriod); wait > 0 {
-			return wait, nil
-		}
-	}
-	if err := c.updateStatus(ctx, old, job); err != nil {
-		return 0, err
-	}
-	c.countChanges.Forget(key)
-	return 0, nil
+	return c.StatusHold.Write(jobKey(job), c.Clock.Now(), !equality.Semantic.DeepEqual(old, cur),
+		equality.Semantic.DeepEqual(withoutBatched(old), withoutBatched(cur)),
+		func() error { return c.updateStatus(ctx, old, job) })
 }
 
 // withoutBatched is status without what may wait to be written: the
@@ -181,26 +159,6 @@ func withoutBatched(status *common.JobStatus) *common.JobStatus {
 	}
 	removeCondition(out, conditionResizing)
 	return out
-}
-
-// countChanges remembers, per job, since when a change that may wait (see
-// withoutBatched) has waited to be written.
-type countChanges struct{ since sync.Map } // job key -> time.Time
-
-// Wait records now as the start of key's wait unless it has started, and
-// returns how much of period is left; zero when the change is due.
-func (w *countChanges) Wait(key string, now time.Time, period time.Duration) time.Duration {
-	v, _ := w.since.LoadOrStore(key, now)
-	return max(v.(time.Time).Add(period).Sub(now), 0)
-}
-
-// Forget ends key's wait: the status was written, or has nothing to write.
-func (w *countChanges) Forget(key string) { w.since.Delete(key) }
-
-// Holds tells whether a change of key is waiting.
-func (w *countChanges) Holds(key string) bool {
-	_, ok := w.since.Load(key)
-	return ok
 }
 
 // updateStatus writes the job's status through the status subresource and

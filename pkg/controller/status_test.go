@@ -12,6 +12,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
@@ -379,7 +380,7 @@ func TestReplicaStatus(t *testing.T) {
 }
 
 // TestCountChangesWait: a change of the replica counts alone waits
-// statusBatchPeriod, so that the workers of a resize are counted in one
+// engine.StatusBatchPeriod, so that the workers of a resize are counted in one
 // write; a change of a condition is written at once.
 func TestCountChangesWait(t *testing.T) {
 	f := newFixture(t)
@@ -393,15 +394,15 @@ func TestCountChangesWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectMPIWrites()
-	if requeue != statusBatchPeriod {
-		t.Errorf("requeue after %v, want %v", requeue, statusBatchPeriod)
+	if requeue != engine.StatusBatchPeriod {
+		t.Errorf("requeue after %v, want %v", requeue, engine.StatusBatchPeriod)
 	}
-	f.clock.Step(statusBatchPeriod / 2)
-	if requeue, _ = c.syncHandler(ctx, jobKey(job)); requeue != statusBatchPeriod/2 {
-		t.Errorf("second sync: requeue after %v, want %v", requeue, statusBatchPeriod/2)
+	f.clock.Step(engine.StatusBatchPeriod / 2)
+	if requeue, _ = c.syncHandler(ctx, jobKey(job)); requeue != engine.StatusBatchPeriod/2 {
+		t.Errorf("second sync: requeue after %v, want %v", requeue, engine.StatusBatchPeriod/2)
 	}
 	f.expectMPIWrites()
-	f.clock.Step(statusBatchPeriod / 2)
+	f.clock.Step(engine.StatusBatchPeriod / 2)
 	if _, err := c.syncHandler(ctx, jobKey(job)); err != nil {
 		t.Fatal(err)
 	}

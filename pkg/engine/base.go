@@ -43,6 +43,9 @@ type Base struct {
 	// StatusWrites remembers each job's last status write until the cache
 	// shows it.
 	StatusWrites reconcile.StatusWrites
+	// StatusHold holds back the status writes that change the replica
+	// counts or the Resizing condition only.
+	StatusHold StatusHold
 
 	synced []cache.InformerSynced
 }
@@ -60,7 +63,7 @@ func NewBase(kube kubernetes.Interface, pods corelisters.PodLister, recorder rec
 // Stores are the stores of the Base that remember jobs, for the
 // controller's reconcile.JobMemory.
 func (b *Base) Stores() reconcile.JobMemory {
-	return reconcile.JobMemory{b.Expectations, &b.StatusWrites, &b.Engine.Steps, b.Engine.Pace}
+	return reconcile.JobMemory{b.Expectations, &b.StatusWrites, &b.StatusHold, &b.Engine.Steps, b.Engine.Pace}
 }
 
 // NewRecorder returns a recorder of component's events, which go to the API

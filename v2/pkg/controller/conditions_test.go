@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
@@ -147,5 +149,40 @@ func TestIsFinished(t *testing.T) {
 		if got := conditions.Finished(tc.conds); got != tc.want {
 			t.Errorf("Finished(%v) = %v, want %v", tc.conds, got, tc.want)
 		}
+	}
+}
+
+// TestCountChangesWait: a change of the replica counts alone waits
+// engine.StatusBatchPeriod, as v1's does, so that the workers of a resize
+// are counted in one write; a change of a condition is written at once.
+func TestCountChangesWait(t *testing.T) {
+	f := newFixture(t).start(storedJob(2))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	f.holdStatus = true
+	f.setPhase(corev1.PodPending, "job-worker-1")
+	if d := f.step(); d != engine.StatusBatchPeriod {
+		t.Errorf("requeue after %v, want %v", d, engine.StatusBatchPeriod)
+	}
+	if w := f.writes(); slices.Contains(w, statusUpdate()) {
+		t.Errorf("the count was written at once: %v", w)
+	}
+	f.clock.Step(engine.StatusBatchPeriod / 2)
+	if d := f.step(); d != engine.StatusBatchPeriod/2 {
+		t.Errorf("second sync: requeue after %v, want %v", d, engine.StatusBatchPeriod/2)
+	}
+	f.expectWrites()
+	f.clock.Step(engine.StatusBatchPeriod / 2)
+	f.step()
+	f.expectWrites(statusUpdate())
+	if got := f.status().ReplicaStatuses[v2beta1.MPIReplicaTypeWorker].Active; got != 1 {
+		t.Errorf("active workers written %d, want 1", got)
+	}
+
+	// A condition goes at once, with the counts.
+	f.setPhase(corev1.PodRunning, "job-worker-1")
+	f.updateJob(func(j *v2beta1.MPIJob) { j.Spec.RunPolicy.Suspend = ptr(true) })
+	f.step()
+	if got := f.condition(v2beta1.JobSuspended); got != "True "+reasonSuspended {
+		t.Errorf("Suspended = %q, want it written at once", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	core "k8s.io/client-go/testing"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
@@ -213,9 +214,11 @@ func TestSyncGivesWayAfterTheFiles(t *testing.T) {
 	runningJob(t, f, "job-worker-0", "job-worker-1")
 	f.updateJob(func(j *v2beta1.MPIJob) {
 		j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].Replicas = ptr(int32(4))
-		// A status that must be written: a count that is off.
+		// A status that must be written: a count that is off, and has
+		// waited long enough (engine.StatusHold).
 		j.Status.ReplicaStatuses[v2beta1.MPIReplicaTypeWorker].Active = 7
 	})
+	f.c.StatusHold.Wait(testKey, f.clock.Now().Add(-engine.StatusBatchPeriod), true)
 	f.refresh()
 	drain(f)
 	f.kube.PrependReactor("update", "configmaps", func(core.Action) (bool, runtime.Object, error) {

@@ -35,6 +35,7 @@ import (
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanotyped "volcano.sh/apis/pkg/client/clientset/versioned/typed/scheduling/v1beta1"
 
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 	mpifake "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned/fake"
 )
@@ -81,6 +82,10 @@ type fixture struct {
 	// clientsets leave alone.
 	version int
 	cached  map[types.UID]*corev1.Pod
+	// holdStatus keeps the controller's hold of status changes that may
+	// wait (engine.StatusHold); otherwise each sync finds them due, so
+	// that a test sees every status write at the sync that makes it.
+	holdStatus bool
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -260,6 +265,9 @@ func (f *fixture) sync() time.Duration {
 
 func (f *fixture) syncErr() (time.Duration, error) {
 	f.t.Helper()
+	if !f.holdStatus {
+		f.c.StatusHold.Wait(testKey, f.clock.Now().Add(-engine.StatusBatchPeriod), true)
+	}
 	return f.c.syncHandler(f.ctx, testKey)
 }
 

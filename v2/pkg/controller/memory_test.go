@@ -15,8 +15,11 @@ func TestDeletedJobLeavesNoMemory(t *testing.T) {
 		t.Fatalf("fields %v may remember a job outside the controller's memory", unlisted)
 	}
 	// The first sync creates the workers, which the cache does not show
-	// yet, announces the step and writes the status.
+	// yet, announces the step and writes the status; a change of the
+	// replica counts alone then waits to be written.
+	f.holdStatus = true
 	f.sync()
+	f.c.StatusHold.Wait(testKey, f.clock.Now(), true)
 	for _, s := range f.c.memory {
 		if !s.Holds(testKey) {
 			t.Errorf("%T remembers nothing of the job: the test does not show that it is forgotten", s)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -109,11 +110,29 @@ func updateBlocked(status *v2beta1.JobStatus, err error, now metav1.Time) {
 
 // writeStatus sends the job's status to the API server if it differs from
 // old, the cached one, besides lastReconcileTime, in one request through
-// the status subresource.
-func (c *MPIJobController) writeStatus(ctx context.Context, old *v2beta1.JobStatus, job *v2beta1.MPIJob) error {
-	if !statusChanged(old, &job.Status) {
-		return nil
+// the status subresource. A difference in what withoutBatched leaves out
+// alone waits up to engine.StatusBatchPeriod; it returns how long until it
+// is due.
+func (c *MPIJobController) writeStatus(ctx context.Context, old *v2beta1.JobStatus, job *v2beta1.MPIJob) (time.Duration, error) {
+	return c.StatusHold.Write(jobKey(job), c.Clock.Now(), statusChanged(old, &job.Status),
+		!statusChanged(withoutBatched(old), withoutBatched(&job.Status)),
+		func() error { return c.updateStatus(ctx, old, job) })
+}
+
+// withoutBatched is status without what may wait to be written: the
+// replica counts are zeroed and the Resizing condition is dropped.
+func withoutBatched(status *v2beta1.JobStatus) *v2beta1.JobStatus {
+	out := status.DeepCopy()
+	for _, rs := range out.ReplicaStatuses {
+		rs.Active, rs.Succeeded, rs.Failed = 0, 0, 0
 	}
+	removeCondition(out, conditionResizing)
+	return out
+}
+
+// updateStatus writes the job's status through the status subresource and
+// announces what changed.
+func (c *MPIJobController) updateStatus(ctx context.Context, old *v2beta1.JobStatus, job *v2beta1.MPIJob) error {
 	now := metav1.NewTime(c.Clock.Now())
 	job.Status.LastReconcileTime = &now
 	_, err := c.mpi.KubeflowV2beta1().MPIJobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{})

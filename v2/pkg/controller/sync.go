@@ -60,7 +60,8 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 		// of the last write brings the job back.
 		return elastic.Sooner(requeue, reconcile.ExpectationsTimeout), err
 	}
-	return requeue, errors.Join(err, c.writeStatus(ctx, &shared.Status, job))
+	due, statusErr := c.writeStatus(ctx, &shared.Status, job)
+	return elastic.Sooner(requeue, due), errors.Join(err, statusErr)
 }
 
 // forget drops what the controller remembers of a deleted job.
