@@ -105,8 +105,10 @@ func BenchmarkCachedPod(b *testing.B) {
 		transform func(cache.Store) cache.TransformFunc
 	}{
 		{"managed fields dropped", func(cache.Store) cache.TransformFunc { return trimManagedFields }},
-		{"trimmed", func(cache.Store) cache.TransformFunc { return trimPod }},
-		{"trimmed and shared", func(s cache.Store) cache.TransformFunc { return newPodTrimmer(s).trim }},
+		{"trimmed", func(cache.Store) cache.TransformFunc {
+			return func(o any) (any, error) { return trimPod(o.(*corev1.Pod)), nil }
+		}},
+		{"trimmed and shared", func(s cache.Store) cache.TransformFunc { return newPodTrimmer(s).Transform }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var perPod float64
@@ -151,7 +153,7 @@ func BenchmarkGetWorkers(b *testing.B) {
 		transform func(cache.Store) cache.TransformFunc
 	}{
 		{"whole pods", func(cache.Store) cache.TransformFunc { return trimManagedFields }},
-		{"cached records", func(s cache.Store) cache.TransformFunc { return newPodTrimmer(s).trim }},
+		{"cached records", func(s cache.Store) cache.TransformFunc { return newPodTrimmer(s).Transform }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			job := defaulted(newTestJob("train-00", 100))

@@ -27,6 +27,7 @@ import (
 	listers "github.com/kubeflow/mpi-operator/pkg/client/listers/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
+	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
 )
@@ -114,7 +115,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		mpiClient:  mpiClient,
 		cfg:        cfg,
 		jobLister:  jobs.Lister(),
-		podLister:  podCache{indexer: pods.Informer().GetIndexer()},
+		podLister:  podcache.Lister{Indexer: pods.Informer().GetIndexer()},
 		podIndexer: pods.Informer().GetIndexer(),
 		cmLister:   cms.Lister(),
 		saLister:   sas.Lister(),
@@ -135,7 +136,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		UpdateFunc: c.handleJobUpdate,
 		DeleteFunc: c.enqueueJob,
 	})
-	c.addHandler(logger, pods.Informer(), podEvents(cache.ResourceEventHandlerFuncs{
+	c.addHandler(logger, pods.Informer(), podcache.Events(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.handlePodAdd,
 		UpdateFunc: c.handlePodUpdate,
 		DeleteFunc: c.handlePodDelete,

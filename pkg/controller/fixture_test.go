@@ -126,7 +126,7 @@ func (f *fixture) newController(ctx context.Context) *MPIJobController {
 			// As the informer's transform leaves it, so that every test
 			// shows that the cache keeps what the controller reads.
 			informer := inf.pods.Core().V1().Pods().Informer()
-			cached, err := newPodTrimmer(informer.GetIndexer()).trim(o.DeepCopy())
+			cached, err := newPodTrimmer(informer.GetIndexer()).Transform(o.DeepCopy())
 			if err != nil {
 				f.t.Fatal(err)
 			}

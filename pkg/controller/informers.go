@@ -22,6 +22,7 @@ import (
 	mpischeme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
 	mpiinformers "github.com/kubeflow/mpi-operator/pkg/client/informers/externalversions"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
 )
 
@@ -108,7 +109,7 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 	// Set before anything can start the informers, which refuse them after.
 	_ = inf.otherPodsInformer().Informer().SetTransform(trimPodMetadata)
 	pods := inf.pods.Core().V1().Pods().Informer()
-	_ = pods.SetTransform(newPodTrimmer(pods.GetIndexer()).trim)
+	_ = pods.SetTransform(newPodTrimmer(pods.GetIndexer()).Transform)
 	if volcanoClient != nil && cfg.GangSchedulerName != "" {
 		inf.volcano = volcanoinformers.NewSharedInformerFactoryWithOptions(volcanoClient, resyncNever,
 			volcanoinformers.WithNamespace(cfg.Namespace),
@@ -178,9 +179,9 @@ func trimRBAC(obj any) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *rbacv1.Role:
-		return &rbacv1.Role{ObjectMeta: trimmedMeta(&o.ObjectMeta, nil, nil)}, nil
+		return &rbacv1.Role{ObjectMeta: podcache.Meta(&o.ObjectMeta, nil, nil)}, nil
 	case *rbacv1.RoleBinding:
-		return &rbacv1.RoleBinding{ObjectMeta: trimmedMeta(&o.ObjectMeta, nil, nil)}, nil
+		return &rbacv1.RoleBinding{ObjectMeta: podcache.Meta(&o.ObjectMeta, nil, nil)}, nil
 	}
 	return obj, nil
 }
@@ -193,16 +194,20 @@ var (
 		elastic.AnnotationHostsHash, elastic.AnnotationDeletionCost}
 )
 
-// trimPod turns a pod into the cachedPod that the cache keeps: its name,
-// identity, owner, deletion, the labels and annotations the controller
-// selects or marks pods with, the phase and reason, and, for a launcher, how
-// its containers ended. With thousands of workers cached, every dropped field
-// counts.
-func trimPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return trimManagedFields(obj)
-	}
+// newPodTrimmer is the pod informer's transform, for the informer whose
+// store is store: trimPod, and the pods of a job share what they hold
+// alike, the job's first worker and launcher first.
+func newPodTrimmer(store cache.Store) *podcache.Trimmer {
+	return podcache.NewTrimmer(store, trimPod,
+		func(p *podcache.Pod) string { return p.Labels[labelMPIJobName] },
+		func(job string) []string { return []string{job + workerInfix + "0", job + launcherSuffix} })
+}
+
+// trimPod turns a pod into what the cache keeps: its name, identity, owner,
+// deletion, the labels and annotations the controller selects or marks pods
+// with, the phase and reason, and, for a launcher, how its containers
+// ended. With thousands of workers cached, every dropped field counts.
+func trimPod(pod *corev1.Pod) *podcache.Pod {
 	labels := keep(pod.Labels, keptPodLabels)
 	if labels[labelMPIRole] == roleWorker {
 		// The index labels repeat the name's suffix, as the controller
@@ -216,8 +221,8 @@ func trimPod(obj any) (any, error) {
 			delete(labels, common.ReplicaIndexLabel)
 		}
 	}
-	out := &cachedPod{
-		ObjectMeta: trimmedMeta(&pod.ObjectMeta, labels, keep(pod.Annotations, keptPodAnnotations)),
+	out := &podcache.Pod{
+		ObjectMeta: podcache.Meta(&pod.ObjectMeta, labels, keep(pod.Annotations, keptPodAnnotations)),
 		Phase:      pod.Status.Phase,
 		Reason:     pod.Status.Reason,
 	}
@@ -230,7 +235,7 @@ func trimPod(obj any) (any, error) {
 			out.ContainerStatuses = append(out.ContainerStatuses, trimmed)
 		}
 	}
-	return out, nil
+	return out
 }
 
 var podsResource = corev1.SchemeGroupVersion.WithResource("pods")
@@ -247,28 +252,8 @@ func trimPodMetadata(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	m.ObjectMeta = trimmedMeta(&m.ObjectMeta, nil, nil)
+	m.ObjectMeta = podcache.Meta(&m.ObjectMeta, nil, nil)
 	return m, nil
-}
-
-// trimmedMeta is what the caches keep of an object's metadata: its name,
-// identity, version, creation and deletion, controller, and the labels and
-// annotations given.
-func trimmedMeta(m *metav1.ObjectMeta, labels, annotations map[string]string) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{
-		Name:              m.Name,
-		Namespace:         m.Namespace,
-		UID:               m.UID,
-		ResourceVersion:   m.ResourceVersion,
-		CreationTimestamp: m.CreationTimestamp,
-		DeletionTimestamp: m.DeletionTimestamp,
-		Labels:            labels,
-		Annotations:       annotations,
-	}
-	if ref := metav1.GetControllerOf(m); ref != nil {
-		out.OwnerReferences = []metav1.OwnerReference{*ref}
-	}
-	return out
 }
 
 // keep returns the entries of m under keys, or nil when there are none.
@@ -301,9 +286,9 @@ func trimLabelled(obj any) (any, error) {
 			o.ManagedFields = nil
 			return o, nil
 		}
-		return &corev1.ConfigMap{ObjectMeta: trimmedMeta(&o.ObjectMeta, o.Labels, nil)}, nil
+		return &corev1.ConfigMap{ObjectMeta: podcache.Meta(&o.ObjectMeta, o.Labels, nil)}, nil
 	case *corev1.ServiceAccount:
-		return &corev1.ServiceAccount{ObjectMeta: trimmedMeta(&o.ObjectMeta, o.Labels, nil)}, nil
+		return &corev1.ServiceAccount{ObjectMeta: podcache.Meta(&o.ObjectMeta, o.Labels, nil)}, nil
 	}
 	return trimManagedFields(obj)
 }

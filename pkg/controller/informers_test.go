@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/podcache"
 )
 
 func TestTrimPod(t *testing.T) {
@@ -58,18 +59,18 @@ func TestTrimPod(t *testing.T) {
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}
 	cases := map[string]struct {
 		in      *corev1.Pod
-		want    *cachedPod
+		want    *podcache.Pod
 		wantPod *corev1.Pod // what readers of the cache get
 	}{
 		"worker": {
 			in:   full(roleWorker),
-			want: &cachedPod{ObjectMeta: trimmedMeta(roleWorker), Phase: corev1.PodFailed, Reason: "Evicted"},
+			want: &podcache.Pod{ObjectMeta: trimmedMeta(roleWorker), Phase: corev1.PodFailed, Reason: "Evicted"},
 			wantPod: &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: trimmedMeta(roleWorker),
 				Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"}},
 		},
 		"launcher keeps how its containers ended": {
 			in: full(roleLauncher),
-			want: &cachedPod{ObjectMeta: trimmedMeta(roleLauncher), Phase: corev1.PodFailed, Reason: "Evicted",
+			want: &podcache.Pod{ObjectMeta: trimmedMeta(roleLauncher), Phase: corev1.PodFailed, Reason: "Evicted",
 				ContainerStatuses: launcherStatuses},
 			wantPod: &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: trimmedMeta(roleLauncher),
 				Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", ContainerStatuses: launcherStatuses}},
@@ -77,14 +78,11 @@ func TestTrimPod(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := trimPod(tc.in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := trimPod(tc.in)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("cached pod (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantPod, asPod(got)); diff != "" {
+			if diff := cmp.Diff(tc.wantPod, podcache.AsPod(got)); diff != "" {
 				t.Errorf("pod read from the cache (-want +got):\n%s", diff)
 			}
 		})

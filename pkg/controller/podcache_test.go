@@ -1,92 +1,14 @@
 package controller
 
 import (
+	"reflect"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kubeflow/mpi-operator/pkg/reconcile"
+	"github.com/kubeflow/mpi-operator/pkg/podcache"
 )
-
-func TestPodCache(t *testing.T) {
-	job := defaulted(newTestJob("pi", 2))
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
-		cache.NamespaceIndex:      cache.MetaNamespaceIndexFunc,
-		reconcile.ByControllerUID: reconcile.ControllerUID,
-	})
-	var want []*corev1.Pod
-	for _, p := range existingWorkers(job, corev1.PodRunning, 0, 1) {
-		cached, err := trimPod(p.DeepCopy())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := indexer.Add(cached); err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, asPod(cached))
-	}
-	elsewhere := existingWorkers(job, corev1.PodRunning, 2)[0]
-	elsewhere.Namespace = "other"
-	if err := indexer.Add(elsewhere); err != nil { // a whole pod, as tests add them
-		t.Fatal(err)
-	}
-	c := podCache{indexer: indexer}
-
-	got, err := c.Pods("ns").Get(want[1].Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want[1], got); diff != "" {
-		t.Errorf("Get (-want +got):\n%s", diff)
-	}
-	if got.Status.Phase != corev1.PodRunning || got.Labels[labelMPIJobName] != "pi" || !metav1.IsControlledBy(got, job) {
-		t.Errorf("Get lost what the controller reads: %+v", got)
-	}
-	if _, err := c.Pods("ns").Get("nothing"); !apierrors.IsNotFound(err) {
-		t.Errorf("Get of a missing pod: %v, want NotFound", err)
-	}
-	inNS, err := c.Pods("ns").List(labels.Everything())
-	if err != nil || len(inNS) != 2 {
-		t.Errorf("List of ns = %d pods, %v; want 2", len(inNS), err)
-	}
-	all, err := c.List(labels.SelectorFromSet(labels.Set{labelMPIRole: roleWorker}))
-	if err != nil || len(all) != 3 {
-		t.Errorf("List of every namespace = %d pods, %v; want 3", len(all), err)
-	}
-}
-
-func TestPodEvents(t *testing.T) {
-	job := defaulted(newTestJob("pi", 1))
-	pod := existingWorkers(job, corev1.PodRunning, 0)[0]
-	cached, err := trimPod(pod.DeepCopy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []any
-	h := podEvents(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { got = append(got, obj) },
-		UpdateFunc: func(oldObj, newObj any) { got = append(got, oldObj, newObj) },
-		DeleteFunc: func(obj any) { got = append(got, obj) },
-	})
-	h.OnAdd(cached, false)
-	h.OnUpdate(cached, cached)
-	h.OnDelete(cached)
-	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/" + pod.Name, Obj: cached})
-	for i, obj := range got[:4] {
-		if p, ok := obj.(*corev1.Pod); !ok || p.Name != pod.Name || p.Status.Phase != corev1.PodRunning {
-			t.Errorf("event %d: %#v, want the pod", i, obj)
-		}
-	}
-	tombstone, ok := got[4].(cache.DeletedFinalStateUnknown)
-	if p, isPod := tombstone.Obj.(*corev1.Pod); !ok || !isPod || p.Name != pod.Name {
-		t.Errorf("tombstone: %#v, want one of the pod", got[4])
-	}
-}
 
 func TestTrimPodDropsIndexLabelsTheNameRepeats(t *testing.T) {
 	job := defaulted(newTestJob("pi", 4))
@@ -110,11 +32,7 @@ func TestTrimPodDropsIndexLabelsTheNameRepeats(t *testing.T) {
 				pod.Labels["training.kubeflow.org/replica-index"] = tc.index
 			}
 			wantIndex, wantOK := workerIndex(job, pod)
-			cached, err := trimPod(pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := asPod(cached)
+			got := podcache.AsPod(trimPod(pod))
 			if _, kept := got.Labels[labelReplicaIndex]; kept != tc.kept {
 				t.Errorf("index label kept = %v, want %v", kept, tc.kept)
 			}
@@ -128,8 +46,8 @@ func TestTrimPodDropsIndexLabelsTheNameRepeats(t *testing.T) {
 func TestPodTrimmerShares(t *testing.T) {
 	job := defaulted(newTestJob("pi", 3))
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	trim := newPodTrimmer(store).trim
-	add := func(p *corev1.Pod) *cachedPod {
+	trim := newPodTrimmer(store).Transform
+	add := func(p *corev1.Pod) *podcache.Pod {
 		t.Helper()
 		obj, err := trim(p)
 		if err != nil {
@@ -138,7 +56,7 @@ func TestPodTrimmerShares(t *testing.T) {
 		if err := store.Add(obj); err != nil {
 			t.Fatal(err)
 		}
-		return obj.(*cachedPod)
+		return obj.(*podcache.Pod)
 	}
 	w0 := add(newWorker(job, 0, ""))
 	w2 := add(newWorker(job, 2, ""))
@@ -170,27 +88,21 @@ func TestPodTrimmerShares(t *testing.T) {
 
 // sameMap tells whether a and b are the same map, not merely equal ones.
 func sameMap(a, b map[string]string) bool {
-	if len(a) != len(b) || a == nil || b == nil {
-		return false
-	}
-	a["\x00probe"] = "x"
-	_, same := b["\x00probe"]
-	delete(a, "\x00probe")
-	return same
+	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // At the start the informer trims the whole list before its store holds
 // any of it: the pods of a job share with the one trimmed before.
 func TestPodTrimmerSharesBeforeTheStoreFills(t *testing.T) {
 	job := defaulted(newTestJob("pi", 3))
-	trim := newPodTrimmer(cache.NewStore(cache.MetaNamespaceKeyFunc)).trim
-	var got []*cachedPod
+	trim := newPodTrimmer(cache.NewStore(cache.MetaNamespaceKeyFunc)).Transform
+	var got []*podcache.Pod
 	for _, p := range []*corev1.Pod{newLauncher(job, launcherOptions{}), newWorker(job, 0, ""), newWorker(job, 1, "")} {
 		obj, err := trim(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, obj.(*cachedPod))
+		got = append(got, obj.(*podcache.Pod))
 	}
 	if &got[0].OwnerReferences[0] != &got[1].OwnerReferences[0] || &got[1].OwnerReferences[0] != &got[2].OwnerReferences[0] {
 		t.Error("the job's pods do not share their owner")

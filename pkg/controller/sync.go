@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
+	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
@@ -192,28 +192,7 @@ func (c *MPIJobController) getWorkers(job *kubeflow.MPIJob) ([]*corev1.Pod, erro
 	if err != nil {
 		return nil, err
 	}
-	selector := workerSelector(job)
-	out := make([]*corev1.Pod, 0, len(objs))
-	// The pods rebuilt from the cache's records, in one allocation whose
-	// capacity never grows, so that the pointers into it stay valid.
-	var rebuilt []corev1.Pod
-	for _, o := range objs {
-		switch p := o.(type) {
-		case *cachedPod:
-			if selector.Matches(labels.Set(p.Labels)) {
-				if rebuilt == nil {
-					rebuilt = make([]corev1.Pod, 0, len(objs))
-				}
-				rebuilt = rebuilt[:len(rebuilt)+1]
-				p.fill(&rebuilt[len(rebuilt)-1])
-				out = append(out, &rebuilt[len(rebuilt)-1])
-			}
-		case *corev1.Pod:
-			if selector.Matches(labels.Set(p.Labels)) {
-				out = append(out, p)
-			}
-		}
-	}
+	out := podcache.Select(objs, workerSelector(job))
 	// The lister's order is random; acting in name order keeps every sync's
 	// requests in the same order.
 	slices.SortFunc(out, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })

@@ -296,7 +296,7 @@ func TestLauncherRefreshIsNoExpectation(t *testing.T) {
 	launcher = launcher.DeepCopy()
 	launcher.ResourceVersion = "99"
 	informer := f.inf.pods.Core().V1().Pods().Informer()
-	cached, err := newPodTrimmer(informer.GetIndexer()).trim(launcher)
+	cached, err := newPodTrimmer(informer.GetIndexer()).Transform(launcher)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
+	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
@@ -114,7 +115,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		cfg:            cfg,
 		gang:           cfg.gang(),
 		jobLister:      jobs.Lister(),
-		podLister:      pods.Lister(),
+		podLister:      podcache.Lister{Indexer: pods.Informer().GetIndexer()},
 		podIndexer:     pods.Informer().GetIndexer(),
 		serviceLister:  services.Lister(),
 		configMaps:     cms.Lister(),
@@ -138,11 +139,11 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 			UpdateFunc: c.handleJobUpdate,
 			DeleteFunc: c.enqueueJob,
 		},
-		pods.Informer(): cache.ResourceEventHandlerFuncs{
+		pods.Informer(): podcache.Events(cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.handlePod,
 			UpdateFunc: c.handlePodUpdate,
 			DeleteFunc: c.handlePodGone,
-		},
+		}),
 		// A pod that holds a worker's name matters when it comes and when
 		// it goes: the worker may be created then.
 		others.Informer():    cache.ResourceEventHandlerFuncs{AddFunc: c.handleOtherPod, DeleteFunc: c.handleOtherPod},

@@ -36,6 +36,7 @@ import (
 	volcanotyped "volcano.sh/apis/pkg/client/clientset/versioned/typed/scheduling/v1beta1"
 
 	"github.com/kubeflow/mpi-operator/pkg/engine"
+	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 	mpifake "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned/fake"
 )
@@ -210,8 +211,12 @@ func (f *fixture) refreshPods() {
 			others = append(others, &metav1.PartialObjectMetadata{ObjectMeta: p.ObjectMeta})
 			continue
 		}
-		objs = append(objs, p)
-		now[p.UID] = p
+		// As the informer's transform leaves it, so that every test shows
+		// that the cache keeps what the controller reads.
+		cached, err := newPodTrimmer(nil).Transform(p.DeepCopy())
+		must(f.t, err)
+		objs = append(objs, cached)
+		now[p.UID] = podcache.AsPod(cached)
 	}
 	replace(f.t, f.inf.pods.Core().V1().Pods().Informer(), objs)
 	replace(f.t, f.inf.otherPodsInformer().Informer(), others)

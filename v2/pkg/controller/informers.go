@@ -19,6 +19,7 @@ import (
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanoinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 
+	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 	clientset "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned"
@@ -104,7 +105,7 @@ func NewInformers(kube kubernetes.Interface, meta metadata.Interface, mpi client
 		jobs: mpiinformers.NewSharedInformerFactoryWithOptions(mpi, resyncNever,
 			mpiinformers.WithNamespace(cfg.Namespace), mpiinformers.WithTransform(dropManagedFields)),
 		pods: informers.NewSharedInformerFactoryWithOptions(kube, resyncNever, informers.WithNamespace(cfg.Namespace),
-			selecting(labelOperatorName+"="+operatorName), informers.WithTransform(dropManagedFields)),
+			selecting(labelOperatorName+"="+operatorName)),
 		labelled: informers.NewSharedInformerFactoryWithOptions(kube, resyncNever, informers.WithNamespace(cfg.Namespace),
 			selecting(labelApp), informers.WithTransform(trimChild)),
 		// A selector "key!=value" also selects the objects without the key.
@@ -117,8 +118,10 @@ func NewInformers(kube kubernetes.Interface, meta metadata.Interface, mpi client
 			return tolerant.NewInformer(cfg.JobsClient, jobResource(cfg.Namespace), inf.skippedJobs, resync)
 		})
 	}
-	// Set before anything can start the informer, which refuses it after.
+	// Set before anything can start the informers, which refuse them after.
 	_ = inf.otherPodsInformer().Informer().SetTransform(trimOtherPod)
+	pods := inf.pods.Core().V1().Pods().Informer()
+	_ = pods.SetTransform(newPodTrimmer(pods.GetIndexer()).Transform)
 	switch cfg.gang().kind {
 	case gangVolcano:
 		if volcano != nil {
@@ -185,6 +188,25 @@ func (i *Informers) otherPodsInformer() informers.GenericInformer {
 
 // resyncNever documents that the informers have no periodic resync.
 const resyncNever time.Duration = 0
+
+// newPodTrimmer is the transform of the pods the operator labels, for the
+// informer whose store is store: the cache keeps what trimPod keeps, and
+// the pods of a job share what they hold alike (podcache), its first
+// worker's first.
+func newPodTrimmer(store cache.Store) *podcache.Trimmer {
+	return podcache.NewTrimmer(store, trimPod,
+		func(p *podcache.Pod) string { return p.Labels[labelJobName] },
+		func(job string) []string { return []string{job + "-worker-0"} })
+}
+
+// trimPod keeps of a pod its metadata without the field managers, its
+// phase and reason, whether it is Ready (the launcher waits for Ready
+// workers) and its subdomain (the files name a worker under it). The spec
+// and the rest of the status are most of a pod, and with thousands of
+// workers cached, most of the operator's memory.
+func trimPod(pod *corev1.Pod) *podcache.Pod {
+	return (&podcache.Pod{ObjectMeta: podcache.Meta(&pod.ObjectMeta, pod.Labels, pod.Annotations)}).Status(pod)
+}
 
 // dropManagedFields is the transform of every cache: no sync reads the
 // field managers, and they are often the larger part of an object.

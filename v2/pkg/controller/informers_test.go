@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeflow/mpi-operator/pkg/podcache"
 )
 
 func TestTransforms(t *testing.T) {
@@ -60,5 +62,32 @@ func TestTransforms(t *testing.T) {
 	got := trimmed.(*metav1.PartialObjectMetadata)
 	if got.Labels != nil || got.Annotations != nil || len(got.OwnerReferences) != 1 || got.OwnerReferences[0].Name != "rs" || got.UID != "u" {
 		t.Errorf("trimmed pod metadata %+v", got.ObjectMeta)
+	}
+}
+
+// TestTrimPod: a worker read from the cache has what the controller reads
+// of it (its metadata, phase, reason, Ready condition and subdomain) and
+// nothing of its spec's containers or the rest of its status.
+func TestTrimPod(t *testing.T) {
+	job := newTestJob(2)
+	w := newWorker(job, 1, gangScheduler{}, "cluster.local")
+	w.UID, w.ResourceVersion = "w-uid", "5"
+	w.Annotations = map[string]string{"a": "b"}
+	w.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	w.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", PodIP: "10.0.0.1",
+		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionFalse}}}
+	want := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, UID: "w-uid", ResourceVersion: "5",
+			Labels: w.Labels, Annotations: w.Annotations, OwnerReferences: w.OwnerReferences},
+		Spec: corev1.PodSpec{Subdomain: w.Spec.Subdomain},
+		Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}},
+	}
+	if diff := cmp.Diff(want, podcache.AsPod(trimPod(w))); diff != "" {
+		t.Errorf("worker read from the cache (-want +got):\n%s", diff)
+	}
+	if w.Spec.Subdomain == "" {
+		t.Error("the worker has no subdomain: the test does not show that it is kept")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
+	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
@@ -199,13 +200,7 @@ func (c *MPIJobController) podsOf(uid types.UID, selector labels.Selector) ([]*c
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && selector.Matches(labels.Set(p.Labels)) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return podcache.Select(objs, selector), nil
 }
 
 // launcherOutcome records the end of the launcher Job as the job's:
