@@ -124,11 +124,8 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		otherPods:  others.Lister(),
 		strays:     others.Informer().GetIndexer(),
 	}
-	c.Base = engine.NewBase(kubeClient, c.podLister, recorder, clk)
+	c.Base = engine.NewBase(kubeClient, cfg.CreationClient, c.podLister, recorder, clk)
 	c.Engine.Pace.BytesPerSecond = cfg.WriteBytesPerSecond
-	if cfg.CreationClient != nil {
-		c.Engine.Creations.Client = cfg.CreationClient
-	}
 	c.memory = append(c.Stores(), &c.runningSince, &c.refreshes)
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{

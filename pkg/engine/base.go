@@ -51,12 +51,17 @@ type Base struct {
 }
 
 // NewBase returns the machinery of a controller whose pods kube writes and
-// pods lists, as the cache shows them.
-func NewBase(kube kubernetes.Interface, pods corelisters.PodLister, recorder record.EventRecorder, clk clock.Clock) *Base {
+// pods lists, as the cache shows them. creations, when not nil, creates the
+// workers, under rate limits of its own, so that the creation of a large
+// job never delays the writes that list its running workers.
+func NewBase(kube, creations kubernetes.Interface, pods corelisters.PodLister, recorder record.EventRecorder, clk clock.Clock) *Base {
 	b := &Base{Queue: reconcile.NewQueue(), Recorder: recorder, Clock: clk, Expectations: reconcile.NewExpectations(clk)}
 	b.Health = reconcile.NewHealth(clk, b.Queue.Len)
 	b.Pods = reconcile.PodWrites{Client: kube, Lister: pods, Expectations: b.Expectations}
 	b.Engine = &Engine{Pods: b.Pods, Creations: b.Pods, Pace: &Pace{}, GiveWay: b.Queue.UrgentAgain}
+	if creations != nil {
+		b.Engine.Creations.Client = creations
+	}
 	return b
 }
 

@@ -36,7 +36,7 @@ func TestResized(t *testing.T) {
 func TestEnqueueChange(t *testing.T) {
 	const key, paced = "ns/j", "ns/paced"
 	hold := 300 * time.Millisecond
-	b := NewBase(fake.NewClientset(), nil, nil, clock.RealClock{})
+	b := NewBase(fake.NewClientset(), nil, nil, nil, clock.RealClock{})
 	defer b.Queue.ShutDown()
 	now := time.Now()
 	b.Engine.Pace.Wrote(paced, now, int(hold.Seconds()*DefaultBytesPerSecond))
@@ -65,5 +65,22 @@ func TestEnqueueChange(t *testing.T) {
 			t.Errorf("%s: got %q at priority %d after %v, want %q at %d after at least %v",
 				tc.name, got, priority, waited, tc.key, tc.wantPriority, tc.wantAfterAtLeast)
 		}
+	}
+}
+
+// TestCreationsHaveTheirOwnClient: the workers are created through the
+// client given for creations, and every other pod write goes through the
+// controller's; without one, the controller's creates them too.
+func TestCreationsHaveTheirOwnClient(t *testing.T) {
+	kube, creations := fake.NewClientset(), fake.NewClientset()
+	b := NewBase(kube, creations, nil, nil, clock.RealClock{})
+	defer b.Queue.ShutDown()
+	if b.Engine.Creations.Client != creations || b.Engine.Pods.Client != kube || b.Pods.Client != kube {
+		t.Error("the pod writes do not go through the clients given")
+	}
+	b = NewBase(kube, nil, nil, nil, clock.RealClock{})
+	defer b.Queue.ShutDown()
+	if b.Engine.Creations.Client != kube {
+		t.Error("without a client for creations, the workers are not created through the controller's")
 	}
 }

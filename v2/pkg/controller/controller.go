@@ -125,7 +125,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		otherPods:      others.Lister(),
 		strays:         others.Informer().GetIndexer(),
 	}
-	c.Base = engine.NewBase(kube, c.podLister, recorder, clk)
+	c.Base = engine.NewBase(kube, cfg.CreationClient, c.podLister, recorder, clk)
 	c.Engine.Pace.BytesPerSecond = cfg.WriteBytesPerSecond
 	c.memory = c.Stores()
 

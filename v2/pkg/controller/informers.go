@@ -52,6 +52,10 @@ type Config struct {
 	// EventClient, when set, writes the controller's events, under rate
 	// limits of its own. Nil means the controller's client.
 	EventClient kubernetes.Interface
+	// CreationClient, when set, creates the workers, under rate limits of
+	// its own, so that the creation of a large job never delays the writes
+	// that list its running workers. Nil means the controller's client.
+	CreationClient kubernetes.Interface
 	// JobsClient, when set, lists and watches the MPIJobs as JSON and
 	// decodes each on its own, so that one that cannot be decoded is
 	// skipped with a Warning event instead of failing the whole list

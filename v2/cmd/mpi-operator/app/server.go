@@ -146,6 +146,7 @@ func runController(ctx context.Context, cs clients, o *Options, running *operato
 		GangSchedulerName: o.GangSchedulerName,
 		RefreshLauncher:   o.RefreshLauncher,
 		EventClient:       cs.Events,
+		CreationClient:    cs.Creations,
 		JobsClient:        cs.Dynamic,
 	}
 	// Nil interfaces, not typed nil pointers, for the schedulers not used.
