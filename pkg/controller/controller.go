@@ -83,7 +83,7 @@ func init() {
 // to the API server through a broadcaster that stops with ctx.
 func NewMPIJobController(ctx context.Context, kubeClient kubernetes.Interface, mpiClient clientset.Interface,
 	volcanoClient volcanoclient.Interface, inf *Informers, cfg Config) *MPIJobController {
-	events := cfg.EventClient
+	events := cfg.Clients.Events
 	if events == nil {
 		events = kubeClient
 	}
@@ -124,7 +124,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		otherPods:  others.Lister(),
 		strays:     others.Informer().GetIndexer(),
 	}
-	c.Base = engine.NewBase(kubeClient, cfg.CreationClient, c.podLister, recorder, clk)
+	c.Base = engine.NewBase(kubeClient, cfg.Clients.Creations, c.podLister, recorder, clk)
 	c.Engine.Pace.BytesPerSecond = cfg.WriteBytesPerSecond
 	c.memory = append(c.Stores(), &c.runningSince, &c.refreshes)
 

@@ -8,7 +8,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -22,6 +21,7 @@ import (
 	mpischeme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
 	mpiinformers "github.com/kubeflow/mpi-operator/pkg/client/informers/externalversions"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
 )
@@ -46,20 +46,8 @@ type Config struct {
 	// and the objects beside them (engine.Pace); zero means
 	// engine.DefaultBytesPerSecond. Tests set a slow one.
 	WriteBytesPerSecond int
-	// EventClient, when set, writes the controller's events, under rate
-	// limits of its own, so that a burst of events never delays the
-	// requests that change the jobs. Nil means the controller's client.
-	EventClient kubernetes.Interface
-	// CreationClient, when set, creates the workers, under rate limits of
-	// its own, so that the creation of a large job never delays the writes
-	// that list its running workers. Nil means the controller's client.
-	CreationClient kubernetes.Interface
-	// JobsClient, when set, lists and watches the MPIJobs as JSON and
-	// decodes each on its own, so that one that cannot be decoded is
-	// skipped with a Warning event instead of failing the whole list
-	// (pkg/tolerant). Nil means the typed clientset, which decodes a list
-	// in one piece.
-	JobsClient dynamic.Interface
+	// Clients are the clients with rate limits of their own.
+	Clients engine.Clients
 }
 
 // Informers holds the informer factories the controller reads from. Pods and
@@ -101,9 +89,9 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 			func(o *metav1.ListOptions) { o.LabelSelector = "!" + labelMPIJobName }),
 	}
 	inf.skippedJobs = tolerant.NewSkips()
-	if cfg.JobsClient != nil {
+	if cfg.Clients.Jobs != nil {
 		inf.jobs.InformerFor(&kubeflow.MPIJob{}, func(_ clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
-			return tolerant.NewInformer(cfg.JobsClient, jobResource(cfg.Namespace), inf.skippedJobs, resync)
+			return tolerant.NewInformer(cfg.Clients.Jobs, jobResource(cfg.Namespace), inf.skippedJobs, resync)
 		})
 	}
 	// Set before anything can start the informers, which refuse them after.

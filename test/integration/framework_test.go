@@ -65,8 +65,8 @@ func startControllerWith(t *testing.T, cfg controller.Config, restConfig *rest.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.JobsClient == nil {
-		if cfg.JobsClient, err = dynamic.NewForConfig(restConfig); err != nil {
+	if cfg.Clients.Jobs == nil {
+		if cfg.Clients.Jobs, err = dynamic.NewForConfig(restConfig); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
 	"github.com/kubeflow/mpi-operator/pkg/controller"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/operator"
 	"github.com/kubeflow/mpi-operator/pkg/version"
 )
@@ -154,15 +155,13 @@ func runController(ctx context.Context, cs clients, o *Options, running *operato
 		KubectlDeliveryImage: o.KubectlDeliveryImage,
 		GangSchedulerName:    o.GangSchedulerName,
 		RefreshLauncher:      o.RefreshLauncher,
-		JobsClient:           cs.dynamic,
+		Clients:              engine.Clients{Events: cs.events, Creations: cs.creates, Jobs: cs.dynamic},
 	}
 	var vc volcanoclient.Interface // a nil interface, not a typed nil pointer
 	if cs.volcano != nil {
 		vc = cs.volcano
 	}
 	return operator.RunController(ctx, running, o.Threadiness, func(ctx context.Context) (operator.Informers, operator.Controller) {
-		cfg.EventClient = cs.events
-		cfg.CreationClient = cs.creates
 		inf := controller.NewInformers(cs.kube, cs.meta, cs.mpi, vc, cfg)
 		return inf, controller.NewMPIJobController(ctx, cs.kube, cs.mpi, vc, inf, cfg)
 	})

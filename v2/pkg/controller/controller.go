@@ -80,7 +80,7 @@ func init() {
 // go to the API server through a broadcaster that stops with ctx.
 func NewMPIJobController(ctx context.Context, kube kubernetes.Interface, mpi clientset.Interface,
 	volcano volcanoclient.Interface, schedPlugins schedclient.Interface, inf *Informers, cfg Config) *MPIJobController {
-	events := cfg.EventClient
+	events := cfg.Clients.Events
 	if events == nil {
 		events = kube
 	}
@@ -125,7 +125,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		otherPods:      others.Lister(),
 		strays:         others.Informer().GetIndexer(),
 	}
-	c.Base = engine.NewBase(kube, cfg.CreationClient, c.podLister, recorder, clk)
+	c.Base = engine.NewBase(kube, cfg.Clients.Creations, c.podLister, recorder, clk)
 	c.Engine.Pace.BytesPerSecond = cfg.WriteBytesPerSecond
 	c.memory = c.Stores()
 

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -19,6 +18,7 @@ import (
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanoinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/pkg/tolerant"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
@@ -49,19 +49,8 @@ type Config struct {
 	// and the objects beside them (engine.Pace); zero means
 	// engine.DefaultBytesPerSecond. Tests set a slow one.
 	WriteBytesPerSecond int
-	// EventClient, when set, writes the controller's events, under rate
-	// limits of its own. Nil means the controller's client.
-	EventClient kubernetes.Interface
-	// CreationClient, when set, creates the workers, under rate limits of
-	// its own, so that the creation of a large job never delays the writes
-	// that list its running workers. Nil means the controller's client.
-	CreationClient kubernetes.Interface
-	// JobsClient, when set, lists and watches the MPIJobs as JSON and
-	// decodes each on its own, so that one that cannot be decoded is
-	// skipped with a Warning event instead of failing the whole list
-	// (pkg/tolerant). Nil means the typed clientset, which decodes a list
-	// in one piece.
-	JobsClient dynamic.Interface
+	// Clients are the clients with rate limits of their own.
+	Clients engine.Clients
 }
 
 // gang is the gang scheduler that cfg asks for.
@@ -117,9 +106,9 @@ func NewInformers(kube kubernetes.Interface, meta metadata.Interface, mpi client
 			func(o *metav1.ListOptions) { o.LabelSelector = labelOperatorName + "!=" + operatorName }),
 	}
 	inf.skippedJobs = tolerant.NewSkips()
-	if cfg.JobsClient != nil {
+	if cfg.Clients.Jobs != nil {
 		inf.jobs.InformerFor(&v2beta1.MPIJob{}, func(_ clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
-			return tolerant.NewInformer(cfg.JobsClient, jobResource(cfg.Namespace), inf.skippedJobs, resync)
+			return tolerant.NewInformer(cfg.Clients.Jobs, jobResource(cfg.Namespace), inf.skippedJobs, resync)
 		})
 	}
 	// Set before anything can start the informers, which refuse them after.

@@ -118,8 +118,8 @@ func runController(t *testing.T, config *rest.Config, cfg controller.Config) *ru
 	}
 	// Like the operator binary, list and watch the MPIJobs through a
 	// dynamic client, one object at a time.
-	if cfg.JobsClient == nil {
-		if cfg.JobsClient, err = dynamic.NewForConfig(config); err != nil {
+	if cfg.Clients.Jobs == nil {
+		if cfg.Clients.Jobs, err = dynamic.NewForConfig(config); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	schedclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/operator"
 	"github.com/kubeflow/mpi-operator/pkg/version"
 	clientset "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned"
@@ -145,9 +146,7 @@ func runController(ctx context.Context, cs clients, o *Options, running *operato
 		ClusterDomain:     o.ClusterDomain,
 		GangSchedulerName: o.GangSchedulerName,
 		RefreshLauncher:   o.RefreshLauncher,
-		EventClient:       cs.Events,
-		CreationClient:    cs.Creations,
-		JobsClient:        cs.Dynamic,
+		Clients:           engine.Clients{Events: cs.Events, Creations: cs.Creations, Jobs: cs.Dynamic},
 	}
 	// Nil interfaces, not typed nil pointers, for the schedulers not used.
 	var vc volcanoclient.Interface
