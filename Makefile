@@ -130,7 +130,7 @@ upstream-operator: prereqs
 
 # The images of the operators and kubectl-delivery as archives in
 # _output/images, for linux/amd64 and linux/arm64, without a container
-# engine (hack/images.sh, README "Container images"). The first run builds
+# engine (hack/images.sh, docs/images.md). The first run builds
 # kubectl for both platforms into ~/.cache/mpi-operator/kubectl.
 images: prereqs
 	VERSION=$(VERSION) hack/images.sh _output/images
