@@ -26,7 +26,7 @@ generate:
 	hack/update-codegen.sh
 	/usr/bin/python3 hack/sdkgen/sdkgen.py
 
-verify: verify-gofmt verify-vet verify-tidy verify-codegen lint verify-sdk
+verify: verify-gofmt verify-vet verify-tidy verify-codegen lint verify-sdk verify-links
 
 verify-gofmt:
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
@@ -130,7 +130,7 @@ upstream-operator: prereqs
 
 # The images of the operators and kubectl-delivery as archives in
 # _output/images, for linux/amd64 and linux/arm64, without a container
-# engine (hack/images.sh, README "Container images"). The first run builds
+# engine (hack/images.sh, docs/images.md). The first run builds
 # kubectl for both platforms into ~/.cache/mpi-operator/kubectl.
 images: prereqs
 	VERSION=$(VERSION) hack/images.sh _output/images
@@ -197,6 +197,15 @@ verify-sdk:
 	/usr/bin/python3 hack/sdkgen/sdkgen.py --check
 
 .PHONY: test-sdk verify-sdk
+
+# Every relative link and #anchor of the Markdown documentation (README.md,
+# docs/, proposals/, the READMEs of v2, the SDK, examples, hack and test)
+# resolves in the repository; http(s) links are checked for form only
+# (hack/linkcheck).
+verify-links:
+	$(GO) run ./hack/linkcheck
+
+.PHONY: verify-links
 
 clean:
 	rm -rf _output

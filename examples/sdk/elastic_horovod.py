@@ -5,7 +5,7 @@ runs, scale it out and in, and watch its hosts and workers follow.
   python3 examples/sdk/elastic_horovod.py [--namespace NS] [--keep]
 
 It uses the current kubeconfig ($KUBECONFIG or ~/.kube/config) and needs
-the mpijob package (sdk/python; see the README's "Python SDK" section)."""
+the mpijob package (sdk/python; see docs/sdk.md)."""
 
 import argparse
 import time

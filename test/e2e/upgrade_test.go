@@ -18,7 +18,7 @@ import (
 
 // TestUpgrade installs each upstream install of testdata/upstream, leaves
 // jobs and their children as the upstream operator leaves them, then applies
-// this project's install over it exactly as README's "Upgrading" section
+// this project's install over it exactly as docs/upgrade.md
 // says: one kubectl apply, no deletes. It runs after TestE2E and starts each
 // path from a cluster without MPIJobs, operators or their namespaces.
 func TestUpgrade(t *testing.T) {

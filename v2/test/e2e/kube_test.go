@@ -21,8 +21,8 @@ import (
 // kubectl, as a user types it.
 
 // kubectl runs the pinned kubectl with the admin kubeconfig (a later
-// --kubeconfig in args wins) in the repository, so that paths are the
-// README's. It returns stdout; the error carries the command and stderr.
+// --kubeconfig in args wins) in the repository, so that paths are those
+// the documentation gives. It returns stdout; the error carries the command and stderr.
 func kubectl(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -369,7 +369,7 @@ def test_scale_job_and_scale_in_job(client, namespace):
 
 
 def test_example_runs(kubeconfig, namespace):
-    """examples/sdk/elastic_horovod.py, as the README shows it."""
+    """examples/sdk/elastic_horovod.py, as docs/sdk.md shows it."""
     env = dict(os.environ, KUBECONFIG=kubeconfig)
     example = REPO / "examples" / "sdk" / "elastic_horovod.py"
     out = subprocess.run(
