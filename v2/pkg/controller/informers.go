@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"strings"
 	"time"
 
@@ -196,9 +197,17 @@ func newPodTrimmer(store cache.Store) *podcache.Trimmer {
 // phase and reason, whether it is Ready (the launcher waits for Ready
 // workers) and its subdomain (the files name a worker under it). The spec
 // and the rest of the status are most of a pod, and with thousands of
-// workers cached, most of the operator's memory.
+// workers cached, most of the operator's memory. The replica-index label
+// goes too: the controller reads a worker's index from its name, and
+// without the label the labels of a job's workers are all alike, so the
+// cache keeps one copy of them (podcache.Trimmer).
 func trimPod(pod *corev1.Pod) *podcache.Pod {
-	return (&podcache.Pod{ObjectMeta: podcache.Meta(&pod.ObjectMeta, pod.Labels, pod.Annotations)}).Status(pod)
+	labels := pod.Labels
+	if _, ok := labels[labelReplicaIndex]; ok {
+		labels = maps.Clone(labels)
+		delete(labels, labelReplicaIndex)
+	}
+	return (&podcache.Pod{ObjectMeta: podcache.Meta(&pod.ObjectMeta, labels, pod.Annotations)}).Status(pod)
 }
 
 // dropManagedFields is the transform of every cache: no sync reads the

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -66,20 +67,23 @@ func TestTransforms(t *testing.T) {
 }
 
 // TestTrimPod: a worker read from the cache has what the controller reads
-// of it (its metadata, phase, reason, Ready condition and subdomain) and
-// nothing of its spec's containers or the rest of its status.
+// of it (its metadata but the replica-index label, phase, reason, Ready
+// condition and subdomain) and nothing of its spec's containers or the
+// rest of its status.
 func TestTrimPod(t *testing.T) {
 	job := newTestJob(2)
 	w := newWorker(job, 1, gangScheduler{}, "cluster.local")
 	w.UID, w.ResourceVersion = "w-uid", "5"
 	w.Annotations = map[string]string{"a": "b"}
 	w.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	labels := maps.Clone(w.Labels)
+	delete(labels, labelReplicaIndex)
 	w.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", PodIP: "10.0.0.1",
 		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionFalse}}}
 	want := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, UID: "w-uid", ResourceVersion: "5",
-			Labels: w.Labels, Annotations: w.Annotations, OwnerReferences: w.OwnerReferences},
+			Labels: labels, Annotations: w.Annotations, OwnerReferences: w.OwnerReferences},
 		Spec: corev1.PodSpec{Subdomain: w.Spec.Subdomain},
 		Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}},
