@@ -101,13 +101,16 @@ func createPi(t *testing.T) {
 	waitCondition(t, piJob, "Running", "True")
 	waitDiscovery(t, settle, settle, jobsNS, piJob, 2)
 	checkChildren(t, jobsNS, piJob, 2)
-	j, err := getJob(jobsNS, piJob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w := j.Status.ReplicaStatuses["Worker"]; w.Active != 2 || w.Selector == "" || j.Status.StartTime == nil {
-		t.Errorf("status of %s: Worker %+v, startTime %v; want 2 active, a selector and a start time", piJob, w, j.Status.StartTime)
-	}
+	// A change of the counts alone may wait up to a second to be written
+	// (engine.StatusHold).
+	harness.Eventually(t, poll, settle, "the status of "+piJob+" to count 2 active workers, with a selector and a start time", func() (bool, string) {
+		j, err := getJob(jobsNS, piJob)
+		if err != nil {
+			return false, err.Error()
+		}
+		w := j.Status.ReplicaStatuses["Worker"]
+		return w.Active == 2 && w.Selector != "" && j.Status.StartTime != nil, fmt.Sprintf("Worker %+v, startTime %v", w, j.Status.StartTime)
+	})
 	out := must(t, "get", "mpijob", piJob, "-n", jobsNS)
 	t.Logf("kubectl get mpijob %s:\n%s", piJob, out)
 }
@@ -153,13 +156,16 @@ func scaleElastic(t *testing.T) {
 	if want := fmt.Sprintf("%s-worker-0.%s.%s.svc", elasticJob, elasticJob, jobsNS); len(hosts) != 1 || hosts[0] != want {
 		t.Errorf("after the scale to 1, discover_hosts.sh lists %v, want the lowest index, [%s]", hosts, want)
 	}
-	j, err := getJob(jobsNS, elasticJob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j.is["Running"] != "True" || j.Status.ReplicaStatuses["Worker"].Active != 1 {
-		t.Errorf("after the scale to 1: %s, Worker %+v", j.seen, j.Status.ReplicaStatuses["Worker"])
-	}
+	// The counts and the end of Resizing may wait up to a second to be
+	// written with the rest of the status (engine.StatusHold).
+	harness.Eventually(t, poll, settle, "the status to count 1 worker, Running and no longer Resizing", func() (bool, string) {
+		j, err := getJob(jobsNS, elasticJob)
+		if err != nil {
+			return false, err.Error()
+		}
+		w := j.Status.ReplicaStatuses["Worker"]
+		return j.is["Running"] == "True" && j.is["Resizing"] == "" && w.Active == 1, fmt.Sprintf("%s, Worker %+v", j.seen, w)
+	})
 }
 
 // suspendResume suspends the elastic job through runPolicy.suspend, as
