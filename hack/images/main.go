@@ -3,7 +3,9 @@
 // go-containerregistry: for every image, a multi-platform OCI image layout
 // archive and one archive per platform that also carries the manifest.json
 // of `docker load`. hack/images.sh runs it with the inputs it needs; see
-// the README's "Container images" section.
+// the README's "Container images" section. With --push it also uploads
+// each image's multi-platform index to the registry, and --digests writes
+// the indexes' digests for the release (hack/release.sh) to pin.
 //
 // The archives are reproducible: the same sources, Go toolchain, kubectl
 // binaries and CA bundle make byte-identical files. Every timestamp is
