@@ -18,6 +18,10 @@
 #   SOURCE_DATE_EPOCH  every timestamp (default: the time of the HEAD commit)
 #   IMAGE_PLATFORMS    default "linux/amd64 linux/arm64"
 #   CA_BUNDLE          default /etc/ssl/certs/ca-certificates.crt (Debian's ca-certificates)
+#   IMAGE_PUSH         1: also push each multi-platform image to IMAGE_REGISTRY
+#                      with every tag (credentials of ~/.docker/config.json)
+#   IMAGE_DIGESTS      file to write <registry>/<name>@<index digest> into,
+#                      one line per image (hack/release.sh pins to them)
 #
 # Reproducible: the same commit, Go toolchain, kubectl (hack/kubectl.sh,
 # cached) and CA bundle give byte-identical archives.
@@ -38,6 +42,8 @@ fi
 
 args=(--out "${OUT}" --tags "${IMAGE_TAGS:-${VERSION},latest}")
 [[ -n "${IMAGE_REGISTRY:-}" ]] && args+=(--registry "${IMAGE_REGISTRY}")
+[[ "${IMAGE_PUSH:-}" == 1 ]] && args+=(--push)
+[[ -n "${IMAGE_DIGESTS:-}" ]] && args+=(--digests "${IMAGE_DIGESTS}")
 
 start=${SECONDS}
 kubectl_dir="$(KUBECTL_PLATFORMS="${PLATFORMS}" hack/kubectl.sh)"

@@ -38,6 +38,11 @@ func buildImage(ctx context.Context, o options, spec imagespec.Spec, base layer,
 		return nil, err
 	}
 	idx := imageIndex(o, imgs)
+	if o.push {
+		if err := pushIndex(ctx, idx, refs); err != nil {
+			return nil, err
+		}
+	}
 	file := filepath.Join(o.out, spec.IndexArchive())
 	if err := writeArchive(file, o.created, func(lp layout.Path) error { return appendIndex(lp, idx, refs) }); err != nil {
 		return nil, err

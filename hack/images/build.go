@@ -4,37 +4,23 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/kubeflow/mpi-operator/hack/gobuild"
 	"github.com/kubeflow/mpi-operator/hack/images/imagespec"
 )
 
-// versionPackage holds the variables the linker stamps.
-const versionPackage = "github.com/kubeflow/mpi-operator/pkg/version"
-
-// goBuild builds spec's binary for platform p into out: static, without
-// symbol tables, paths of the build machine or VCS stamp, with the version
-// and commit of o.
+// goBuild builds spec's binary for platform p into out (hack/gobuild).
 func goBuild(ctx context.Context, o options, spec imagespec.Spec, p v1.Platform, out string) error {
-	ldflags := strings.Join([]string{"-s", "-w",
-		"-X", versionPackage + ".Version=" + o.version,
-		"-X", versionPackage + ".GitCommit=" + o.commit}, " ")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false",
-		"-ldflags", ldflags, "-o", out, spec.Package)
-	cmd.Dir = filepath.Join(o.root, spec.Module)
-	cmd.Env = append(os.Environ(), "GOOS="+p.OS, "GOARCH="+p.Architecture, "CGO_ENABLED=0")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build %s for %s: %w", spec.Package, p.String(), err)
-	}
-	return nil
+	return gobuild.Build(ctx, gobuild.Target{
+		Dir: filepath.Join(o.root, spec.Module), Package: spec.Package,
+		OS: p.OS, Arch: p.Architecture, Out: out,
+	}, gobuild.Stamp{Version: o.version, Commit: o.commit})
 }
 
 // platformLayers are spec's layers for platform p above base: kubectl if

@@ -3,7 +3,9 @@
 // go-containerregistry: for every image, a multi-platform OCI image layout
 // archive and one archive per platform that also carries the manifest.json
 // of `docker load`. hack/images.sh runs it with the inputs it needs; see
-// docs/images.md.
+// docs/images.md. With --push it also uploads each image's multi-platform
+// index to the registry, and --digests writes the indexes' digests for the
+// release (hack/release.sh) to pin.
 //
 // The archives are reproducible: the same sources, Go toolchain, kubectl
 // binaries and CA bundle make byte-identical files. Every timestamp is
@@ -59,6 +61,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.kubectlDir, "kubectl-dir", "", "directory with <os>-<arch>/kubectl for every platform (hack/kubectl.sh)")
 	fs.StringVar(&o.caBundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "PEM bundle of CA certificates for /etc/ssl/certs")
 	fs.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64", "comma-separated platforms")
+	fs.BoolVar(&o.push, "push", false, "push every image's multi-platform index to the registry, with each tag")
+	fs.StringVar(&o.digests, "digests", "", "file to write each image's <registry>/<name>@<index digest> into, a line each")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -114,6 +118,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	var indexes []pinned
 	for _, spec := range imagespec.Images {
 		start := time.Now()
 		written, err := buildImage(ctx, o, spec, base, work)
@@ -123,9 +128,14 @@ func run(ctx context.Context, o options) error {
 		for _, w := range written {
 			fmt.Printf("%s  %s  %s\n", w.digest, w.file, w.ref)
 		}
+		// The first archive written is the multi-platform one.
+		indexes = append(indexes, pinned{repository: spec.Repository(o.registry), digest: written[0].digest.String()})
 		fmt.Fprintf(os.Stderr, "images: built %s in %s\n", spec.Name, time.Since(start).Round(100*time.Millisecond))
 	}
-	return nil
+	if o.digests == "" {
+		return nil
+	}
+	return writeDigests(o.digests, indexes)
 }
 
 // options are the inputs of one build.
@@ -141,6 +151,8 @@ type options struct {
 	kubectlDir string
 	caBundle   string
 	platforms  []v1.Platform
+	push       bool
+	digests    string
 }
 
 // parsePlatforms reads "os/arch,os/arch".

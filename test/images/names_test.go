@@ -16,12 +16,11 @@ import (
 
 // imageRef is the reference the manifests and flag defaults give an image.
 func imageRef(name string) string {
-	for _, spec := range imagespec.Images {
-		if spec.Name == name {
-			return spec.Repository(imagespec.DefaultRegistry) + ":" + imagespec.DefaultTag
-		}
+	spec, ok := imagespec.ByName(name)
+	if !ok {
+		panic("no image " + name)
 	}
-	panic("no image " + name)
+	return spec.DefaultReference()
 }
 
 // TestNames checks that the manifests and the flag defaults name the images

@@ -77,6 +77,20 @@ func (s Spec) Entrypoint() string { return "/" + s.Name }
 // Repository is the image's name with the registry, without a tag.
 func (s Spec) Repository(registry string) string { return path.Join(registry, s.Name) }
 
+// DefaultReference is the reference the manifests and the flag defaults
+// give the image: the default registry, tag latest.
+func (s Spec) DefaultReference() string { return s.Repository(DefaultRegistry) + ":" + DefaultTag }
+
+// ByName is the image of that name.
+func ByName(name string) (Spec, bool) {
+	for _, s := range Images {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
 // IndexArchive is the file name of the archive with every platform.
 func (s Spec) IndexArchive() string { return s.Name + ".tar" }
 
