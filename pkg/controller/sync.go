@@ -58,19 +58,9 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 		requeue, err = c.reconcile(ctx, obs, exit, now)
 	}
 	updateBlocked(&job.Status, err, now)
-	if c.GivingWay(key) {
-		return requeue, err
-	}
-	if c.StatusWrites.Unseen(key, shared.ResourceVersion) {
-		// The cache does not show the last status write yet; the job's
-		// update event brings it back.
-		return elastic.Sooner(requeue, reconcile.ExpectationsTimeout), err
-	}
-	due, statusErr := c.writeStatus(ctx, &shared.Status, job)
-	if statusErr != nil && err == nil {
-		err = statusErr
-	}
-	return elastic.Sooner(requeue, due), err
+	return c.EndSync(key, shared.ResourceVersion, requeue, err, func() (time.Duration, error) {
+		return c.writeStatus(ctx, &shared.Status, job)
+	})
 }
 
 // forget drops what the controller remembers of a deleted job.

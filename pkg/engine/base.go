@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
@@ -104,6 +106,23 @@ func AddHandler(logger klog.Logger, informer cache.SharedIndexInformer, h cache.
 // status included: the job was queued urgently meanwhile, and the sync
 // that change asks for, next, writes the whole of it.
 func (b *Base) GivingWay(key string) bool { return b.Queue.UrgentAgain(key) }
+
+// EndSync ends the sync of job key, which returned requeue and err, with
+// its one status write, through write: none when the sync gives way
+// (GivingWay), nor while the cache, at version cachedVersion of the job,
+// does not show the job's last status write (a write from it would only
+// conflict; the event of the last one brings the job back). It returns
+// when to sync the job again and the errors of the sync and of the write.
+func (b *Base) EndSync(key, cachedVersion string, requeue time.Duration, err error, write func() (time.Duration, error)) (time.Duration, error) {
+	if b.GivingWay(key) {
+		return requeue, err
+	}
+	if b.StatusWrites.Unseen(key, cachedVersion) {
+		return elastic.Sooner(requeue, reconcile.ExpectationsTimeout), err
+	}
+	due, statusErr := write()
+	return elastic.Sooner(requeue, due), errors.Join(err, statusErr)
+}
 
 // EnqueueChange queues key for an event that may change what the job's
 // files list (changed: a worker turning Running or going, a drain mark, a

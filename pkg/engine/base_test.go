@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/clock"
+
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 type sizedJob struct{ replicas int }
@@ -82,5 +85,54 @@ func TestCreationsHaveTheirOwnClient(t *testing.T) {
 	defer b.Queue.ShutDown()
 	if b.Engine.Creations.Client != kube {
 		t.Error("without a client for creations, the workers are not created through the controller's")
+	}
+}
+
+// TestEndSync: the status is written unless the sync gives way or the
+// cache does not show the last status write yet, and the sync's own error
+// and the write's both come back.
+func TestEndSync(t *testing.T) {
+	const key = "ns/j"
+	b := NewBase(fake.NewClientset(), nil, nil, nil, clock.RealClock{})
+	defer b.Queue.ShutDown()
+	syncErr, writeErr := errors.New("sync"), errors.New("write")
+	for _, tc := range []struct {
+		name        string
+		urgentAgain bool
+		lastWriteRV string
+		writeErr    error
+		wantWrites  int
+		wantRequeue time.Duration
+		wantErrs    []error
+	}{
+		{name: "written", wantWrites: 1, wantRequeue: 300 * time.Millisecond, wantErrs: []error{syncErr}},
+		{name: "the write fails", writeErr: writeErr, wantWrites: 1, wantRequeue: 300 * time.Millisecond, wantErrs: []error{syncErr, writeErr}},
+		{name: "last write unseen", lastWriteRV: "7", wantRequeue: 5 * time.Second, wantErrs: []error{syncErr}},
+		{name: "last write seen", lastWriteRV: "6", wantWrites: 1, wantRequeue: 300 * time.Millisecond, wantErrs: []error{syncErr}},
+		{name: "giving way", urgentAgain: true, wantRequeue: 5 * time.Second, wantErrs: []error{syncErr}},
+	} {
+		b.StatusWrites.Forget(key)
+		if tc.lastWriteRV != "" {
+			b.StatusWrites.Wrote(key, tc.lastWriteRV)
+		}
+		if tc.urgentAgain {
+			// In the middle of its sync, the job is queued urgently.
+			b.Queue.Add(key)
+			got, _ := b.Queue.Get()
+			reconcile.AddUrgent(b.Queue, got)
+		}
+		writes := 0
+		requeue, err := b.EndSync(key, "7", 5*time.Second, syncErr, func() (time.Duration, error) {
+			writes++
+			return 300 * time.Millisecond, tc.writeErr
+		})
+		if writes != tc.wantWrites || requeue != tc.wantRequeue {
+			t.Errorf("%s: %d writes, requeue %v; want %d, %v", tc.name, writes, requeue, tc.wantWrites, tc.wantRequeue)
+		}
+		for _, want := range tc.wantErrs {
+			if !errors.Is(err, want) {
+				t.Errorf("%s: error %v does not hold %v", tc.name, err, want)
+			}
+		}
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/podcache"
@@ -53,16 +52,9 @@ func (c *MPIJobController) syncHandler(ctx context.Context, key string) (time.Du
 
 	requeue, err := c.reconcile(ctx, job, now)
 	updateBlocked(&job.Status, err, now)
-	if c.GivingWay(key) {
-		return requeue, err
-	}
-	if c.StatusWrites.Unseen(key, shared.ResourceVersion) {
-		// A status written from this cache would only conflict; the event
-		// of the last write brings the job back.
-		return elastic.Sooner(requeue, reconcile.ExpectationsTimeout), err
-	}
-	due, statusErr := c.writeStatus(ctx, &shared.Status, job)
-	return elastic.Sooner(requeue, due), errors.Join(err, statusErr)
+	return c.EndSync(key, shared.ResourceVersion, requeue, err, func() (time.Duration, error) {
+		return c.writeStatus(ctx, &shared.Status, job)
+	})
 }
 
 // forget drops what the controller remembers of a deleted job.
