@@ -279,21 +279,12 @@ func scaleWorkers(t *testing.T, job *v2beta1.MPIJob, n int) {
 }
 
 // waitAdmitted waits until Kueue has admitted job's Workload to the job's
-// ClusterQueue and resumed the job, and checks what Kueue wrote to it: the
-// flavor's node label in both templates, the elastic policy kept.
+// ClusterQueue (named as its LocalQueue) and resumed the job, and checks
+// what Kueue wrote to it: the flavor's node label in both templates, the
+// elastic policy kept.
 func waitAdmitted(t *testing.T, job *v2beta1.MPIJob, workload string) {
 	t.Helper()
-	harness.Eventually(t, poll, time.Minute, job.Name+"'s Workload to be admitted", func() (bool, string) {
-		wl := getWorkload(t, job.Namespace, workload)
-		cq, _, _ := unstructured.NestedString(wl.Object, "status", "admission", "clusterQueue")
-		status, reason, msg := condition(wl, "Admitted")
-		return status == "True" && cq == job.Labels[queueNameLabel],
-			fmt.Sprintf("Admitted=%q (%s: %s), admitted to %q", status, reason, msg, cq)
-	})
-	harness.Eventually(t, poll, 30*time.Second, "Kueue to resume "+job.Name, func() (bool, string) {
-		got := getJob(t, job)
-		return !ptr.Deref(got.Spec.RunPolicy.Suspend, true), "still suspended"
-	})
+	waitAdmittedTo(t, job, workload, job.Labels[queueNameLabel])
 	got := getJob(t, job)
 	for _, rt := range []v2beta1.MPIReplicaType{v2beta1.MPIReplicaTypeLauncher, v2beta1.MPIReplicaTypeWorker} {
 		if v := got.Spec.MPIReplicaSpecs[rt].Template.Spec.NodeSelector[flavorLabelKey]; v != flavorLabelValue {
@@ -306,6 +297,23 @@ func waitAdmitted(t *testing.T, job *v2beta1.MPIJob, workload string) {
 	if ep := got.Spec.ElasticPolicy; ep == nil || ptr.Deref(ep.MinReplicas, 0) != 1 || ptr.Deref(ep.MaxReplicas, 0) != 4 {
 		t.Errorf("%s's elasticPolicy after admission: %+v, want minReplicas 1, maxReplicas 4", job.Name, ep)
 	}
+}
+
+// waitAdmittedTo waits until Kueue has admitted job's Workload to
+// clusterQueue and resumed the job.
+func waitAdmittedTo(t *testing.T, job *v2beta1.MPIJob, workload, clusterQueue string) {
+	t.Helper()
+	harness.Eventually(t, poll, time.Minute, job.Name+"'s Workload to be admitted", func() (bool, string) {
+		wl := getWorkload(t, job.Namespace, workload)
+		cq, _, _ := unstructured.NestedString(wl.Object, "status", "admission", "clusterQueue")
+		status, reason, msg := condition(wl, "Admitted")
+		return status == "True" && cq == clusterQueue,
+			fmt.Sprintf("Admitted=%q (%s: %s), admitted to %q", status, reason, msg, cq)
+	})
+	harness.Eventually(t, poll, 30*time.Second, "Kueue to resume "+job.Name, func() (bool, string) {
+		got := getJob(t, job)
+		return !ptr.Deref(got.Spec.RunPolicy.Suspend, true), "still suspended"
+	})
 }
 
 // checkRunning waits until an admitted job runs: n workers and the
