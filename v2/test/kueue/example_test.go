@@ -49,7 +49,9 @@ func TestKueueExample(t *testing.T) {
 	}
 	workload, _ := waitWorkload(t, job, "")
 	waitAdmittedTo(t, job, workload, names["ClusterQueue"])
-	checkRunning(t, job, int(ptr.Deref(job.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].Replicas, 1)))
+	// The example's flavor has no node labels: Kueue adds no nodeSelector.
+	workers := int(ptr.Deref(job.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].Replicas, 1))
+	checkRunningWith(t, job, workers, nil)
 }
 
 // objectNames reads a YAML file's objects: the name of each kind.

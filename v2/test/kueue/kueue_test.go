@@ -322,6 +322,13 @@ func waitAdmittedTo(t *testing.T, job *v2beta1.MPIJob, workload, clusterQueue st
 // listing the Running workers.
 func checkRunning(t *testing.T, job *v2beta1.MPIJob, n int) {
 	t.Helper()
+	checkRunningWith(t, job, n, map[string]string{flavorLabelKey: flavorLabelValue})
+}
+
+// checkRunningWith is checkRunning for a flavor of the node labels given
+// (none for a flavor of every node).
+func checkRunningWith(t *testing.T, job *v2beta1.MPIJob, n int, flavorLabels map[string]string) {
+	t.Helper()
 	ctx := context.Background()
 	var workers []string
 	harness.Eventually(t, poll, time.Minute, fmt.Sprintf("%s's %d workers and launcher to be Running", job.Name, n), func() (bool, string) {
@@ -343,8 +350,10 @@ func checkRunning(t *testing.T, job *v2beta1.MPIJob, n int) {
 			fmt.Sprintf("Running workers %v, launchers %v; other pods %v", workers, launchers, others)
 	})
 	for _, p := range jobPods(t, job) {
-		if v := p.Spec.NodeSelector[flavorLabelKey]; v != flavorLabelValue {
-			t.Errorf("pod %s: nodeSelector %v, want the flavor's %s=%s", p.Name, p.Spec.NodeSelector, flavorLabelKey, flavorLabelValue)
+		for key, value := range flavorLabels {
+			if v := p.Spec.NodeSelector[key]; v != value {
+				t.Errorf("pod %s: nodeSelector %v, want the flavor's %s=%s", p.Name, p.Spec.NodeSelector, key, value)
+			}
 		}
 	}
 	launcher, err := suite.Kube.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name+"-launcher", metav1.GetOptions{})
@@ -354,9 +363,11 @@ func checkRunning(t *testing.T, job *v2beta1.MPIJob, n int) {
 	if ptr.Deref(launcher.Spec.Suspend, false) {
 		t.Errorf("launcher Job %s is still suspended", launcher.Name)
 	}
-	if v := launcher.Spec.Template.Spec.NodeSelector[flavorLabelKey]; v != flavorLabelValue {
-		t.Errorf("launcher Job %s: pod template's nodeSelector %v, want the flavor's %s=%s", launcher.Name,
-			launcher.Spec.Template.Spec.NodeSelector, flavorLabelKey, flavorLabelValue)
+	for key, value := range flavorLabels {
+		if v := launcher.Spec.Template.Spec.NodeSelector[key]; v != value {
+			t.Errorf("launcher Job %s: pod template's nodeSelector %v, want the flavor's %s=%s", launcher.Name,
+				launcher.Spec.Template.Spec.NodeSelector, key, value)
+		}
 	}
 	harness.Eventually(t, poll, 30*time.Second, "discover_hosts.sh of "+job.Name+" to list its workers", func() (bool, string) {
 		cm, err := suite.Kube.CoreV1().ConfigMaps(job.Namespace).Get(ctx, job.Name+"-config", metav1.GetOptions{})
