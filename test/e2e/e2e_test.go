@@ -327,17 +327,7 @@ func findExamples(t *testing.T) []example {
 	var found []example
 	for _, file := range files {
 		out := mustKubectl(t, "create", "--dry-run=client", "-o", "json", "-n", jobNamespace, "-f", file)
-		var list struct {
-			Kind  string            `json:"kind"`
-			Items []json.RawMessage `json:"items"`
-		}
-		if err := json.Unmarshal([]byte(out), &list); err != nil {
-			t.Fatalf("decoding the objects of %s: %v", file, err)
-		}
-		items := list.Items
-		if list.Kind != "List" {
-			items = []json.RawMessage{json.RawMessage(out)}
-		}
+		items := printedObjects(t, file, out)
 		autoscaled := autoscaledJobs(t, file, items)
 		for _, item := range items {
 			var job mpiJob
@@ -364,6 +354,34 @@ func findExamples(t *testing.T) []example {
 		t.Fatalf("no kubeflow.org/v1 MPIJob in the YAML files under examples/: %v", files)
 	}
 	return found
+}
+
+// printedObjects are the objects that kubectl printed as JSON for a file:
+// a List's items, or the objects one after the other.
+func printedObjects(t *testing.T, file, out string) []json.RawMessage {
+	t.Helper()
+	var items []json.RawMessage
+	dec := json.NewDecoder(strings.NewReader(out))
+	for {
+		var obj json.RawMessage
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			return items
+		} else if err != nil {
+			t.Fatalf("decoding the objects of %s: %v", file, err)
+		}
+		var list struct {
+			Kind  string            `json:"kind"`
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(obj, &list); err != nil {
+			t.Fatalf("decoding an object of %s: %v", file, err)
+		}
+		if list.Kind == "List" {
+			items = append(items, list.Items...)
+		} else {
+			items = append(items, obj)
+		}
+	}
 }
 
 // holdsV1MPIJob tells whether one of a YAML file's documents is a
