@@ -22,9 +22,16 @@ build:
 	$(GO) build -trimpath -o $(BIN)/kubectl-mpijob ./cmd/kubectl-mpijob
 	cd v2 && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o ../$(BIN)/mpi-operator-v2 ./cmd/mpi-operator
 
+# The SDK ships a copy of the job builders' defaults (pkg/jobdefaults,
+# docs/job-defaults.md) that the plugin embeds.
+JOB_DEFAULTS := pkg/jobdefaults/job-defaults.json
+SDK_JOB_DEFAULTS := sdk/python/mpijob/job-defaults.json
+
 generate:
 	hack/update-codegen.sh
 	/usr/bin/python3 hack/sdkgen/sdkgen.py
+	cp $(JOB_DEFAULTS) $(SDK_JOB_DEFAULTS)
+	/usr/bin/python3 hack/sdkgen/apidoc.py
 
 verify: verify-gofmt verify-vet verify-tidy verify-codegen lint verify-sdk verify-links
 
@@ -211,10 +218,15 @@ bench-v2: testbin build
 test-sdk: testbin build
 	sdk/python/run-tests.sh
 
-# The SDK's models are generated from the CRDs by hack/sdkgen: stale ones
-# (a CRD changed, `make generate` not run) fail.
+# The SDK's models are generated from the CRDs by hack/sdkgen, and its API
+# reference (docs/sdk-api.md) from its docstrings: stale ones (a CRD or a
+# docstring changed, `make generate` not run) fail, as does a copy of the
+# job defaults that differs from the plugin's.
 verify-sdk:
 	/usr/bin/python3 hack/sdkgen/sdkgen.py --check
+	/usr/bin/python3 hack/sdkgen/apidoc.py --check
+	@cmp -s $(JOB_DEFAULTS) $(SDK_JOB_DEFAULTS) || \
+	  { echo "$(SDK_JOB_DEFAULTS) differs from $(JOB_DEFAULTS): run make generate"; exit 1; }
 
 .PHONY: test-sdk verify-sdk
 

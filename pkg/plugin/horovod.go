@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
@@ -13,16 +14,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/jobdefaults"
 )
 
-// Names the built job uses for its containers and the discovery script the
-// operator mounts into the launcher.
-const (
-	LauncherContainer   = "mpi-launcher"
-	WorkerContainer     = "mpi-worker"
-	DiscoverHostsPath   = "/etc/mpi/discover_hosts.sh"
-	ResourceGPU         = corev1.ResourceName("nvidia.com/gpu")
-	defaultDrainSeconds = 30
+// jobDefaults are what a built job has where its request leaves it open,
+// the same as the Python SDK's builder (docs/job-defaults.md).
+var jobDefaults = jobdefaults.Get()
+
+// Names the built job uses for its containers, the discovery script the
+// operator mounts into the launcher, and the resource of GPUs.
+var (
+	LauncherContainer = jobDefaults.Containers.Launcher
+	WorkerContainer   = jobDefaults.Containers.Worker
+	DiscoverHostsPath = jobDefaults.Horovodrun.HostDiscoveryScript
+	ResourceGPU       = corev1.ResourceName(jobDefaults.GPUResource)
 )
 
 // JobRequest is what `kubectl mpijob submit` asks for: an elastic Horovod
@@ -46,7 +51,7 @@ type JobRequest struct {
 	// PodOptions go into the pod templates of the launcher and the workers
 	// alike; their labels and annotations go on the job too.
 	PodOptions
-	// DrainSeconds of the elastic policy; nil means 30.
+	// DrainSeconds of the elastic policy; nil means the default (30).
 	DrainSeconds *int32
 	// Command is the training program that horovodrun starts on every slot.
 	Command []string
@@ -98,22 +103,27 @@ type V2beta1RunPolicy struct {
 	CleanPodPolicy *common.CleanPodPolicy `json:"cleanPodPolicy,omitempty"`
 }
 
-// SSHDScript runs sshd in the foreground in a v2beta1 worker, whose
-// launcher reaches it over SSH: the mpioperator images start it
+// SSHDCommand and SSHDArgs run sshd in the foreground in a v2beta1 worker,
+// whose launcher reaches it over SSH: the mpioperator images start it
 // themselves, horovod's ships it without starting it. StrictModes is off
 // since the operator mounts the job's keys at /root/.ssh from a Secret, a
 // directory sshd's checks would refuse.
-const SSHDScript = "mkdir -p /run/sshd && ssh-keygen -A && exec /usr/sbin/sshd -De -o StrictModes=no"
+var (
+	SSHDCommand = jobDefaults.V2beta1Worker.Command
+	SSHDArgs    = jobDefaults.V2beta1Worker.Args
+)
 
 // BuildV2beta1Job returns the kubeflow.org/v2beta1 MPIJob of a request:
-// BuildJob's job, but for the workers, which run sshd (SSHDScript).
+// BuildJob's job, but for the workers, which run sshd (SSHDCommand), and
+// horovodrun's --slots-per-host, since the version's discovery script
+// lists hosts without slots.
 func BuildV2beta1Job(r JobRequest) (*V2beta1Job, error) {
 	p, err := r.parts(APIv2beta1)
 	if err != nil {
 		return nil, err
 	}
 	worker := &p.replicas[kubeflow.MPIReplicaTypeWorker].Template.Spec.Containers[0]
-	worker.Command, worker.Args = []string{"/bin/sh", "-c"}, []string{SSHDScript}
+	worker.Command, worker.Args = slices.Clone(SSHDCommand), slices.Clone(SSHDArgs)
 	return &V2beta1Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIv2beta1.GroupVersion().String(), Kind: "MPIJob"},
 		ObjectMeta: p.meta,
@@ -182,7 +192,7 @@ func (r JobRequest) parts(api API) (jobParts, error) {
 		Template: pod.template(corev1.Container{
 			Name:      LauncherContainer,
 			Image:     r.Image,
-			Command:   r.horovodrun(),
+			Command:   r.horovodrun(api),
 			Resources: launcherResources,
 		}),
 	}
@@ -198,7 +208,7 @@ func (r JobRequest) parts(api API) (jobParts, error) {
 		meta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace,
 			Labels: maps.Clone(pod.labels), Annotations: maps.Clone(pod.annotations)},
 		slots:     ptrTo(r.Slots),
-		cleanPods: ptrTo(common.CleanPodPolicyRunning),
+		cleanPods: ptrTo(common.CleanPodPolicy(jobDefaults.CleanPodPolicy)),
 		elastic: &kubeflow.ElasticPolicy{
 			MinReplicas:  ptrTo(r.MinWorkers),
 			MaxReplicas:  ptrTo(r.MaxWorkers),
@@ -214,7 +224,7 @@ func (r JobRequest) parts(api API) (jobParts, error) {
 // withDefaults fills in what the request leaves unset.
 func (r JobRequest) withDefaults() JobRequest {
 	if r.MinWorkers == 0 {
-		r.MinWorkers = 1
+		r.MinWorkers = jobDefaults.ElasticPolicy.MinReplicas
 	}
 	if r.MaxWorkers == 0 {
 		r.MaxWorkers = r.Workers
@@ -226,7 +236,7 @@ func (r JobRequest) withDefaults() JobRequest {
 		}
 	}
 	if r.DrainSeconds == nil {
-		r.DrainSeconds = ptrTo[int32](defaultDrainSeconds)
+		r.DrainSeconds = ptrTo(jobDefaults.ElasticPolicy.DrainSeconds)
 	}
 	return r
 }
@@ -268,14 +278,26 @@ func (r JobRequest) validate(api API) error {
 
 // horovodrun is the launcher's command: elastic horovodrun over the
 // operator's discovery script, its process counts those of the policy.
-func (r JobRequest) horovodrun() []string {
-	np := func(workers int32) string { return strconv.FormatInt(int64(workers)*int64(r.Slots), 10) }
+// v2beta1's script lists hosts without slots: --slots-per-host gives them.
+// The blacklist cooldown lets a host that failed once come back.
+func (r JobRequest) horovodrun(api API) []string {
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	np := func(workers int32) string { return itoa(int64(workers) * int64(r.Slots)) }
 	cmd := []string{
 		"horovodrun",
 		"-np", np(r.Workers),
 		"--min-np", np(r.MinWorkers),
 		"--max-np", np(r.MaxWorkers),
 		"--host-discovery-script", DiscoverHostsPath,
+	}
+	if api == APIv2beta1 {
+		cmd = append(cmd, "--slots-per-host", itoa(int64(r.Slots)))
+	}
+	if cooldown := jobDefaults.Horovodrun.BlacklistCooldownRange; len(cooldown) > 0 {
+		cmd = append(cmd, "--blacklist-cooldown-range")
+		for _, s := range cooldown {
+			cmd = append(cmd, itoa(int64(s)))
+		}
 	}
 	return append(cmd, r.Command...)
 }

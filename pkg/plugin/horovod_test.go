@@ -41,9 +41,17 @@ func wantJob(command []string, res corev1.ResourceRequirements, slots, lo, hi, d
 	}
 }
 
+// horovodrun is a v1 launcher's command.
 func horovodrun(np, minNP, maxNP string, prog ...string) []string {
 	return append([]string{"horovodrun", "-np", np, "--min-np", minNP, "--max-np", maxNP,
-		"--host-discovery-script", "/etc/mpi/discover_hosts.sh"}, prog...)
+		"--host-discovery-script", "/etc/mpi/discover_hosts.sh", "--blacklist-cooldown-range", "10", "100"}, prog...)
+}
+
+// horovodrunV2beta1 is a v2beta1 launcher's command, of one slot per worker.
+func horovodrunV2beta1(np, minNP, maxNP string, prog ...string) []string {
+	return append([]string{"horovodrun", "-np", np, "--min-np", minNP, "--max-np", maxNP,
+		"--host-discovery-script", "/etc/mpi/discover_hosts.sh", "--slots-per-host", "1",
+		"--blacklist-cooldown-range", "10", "100"}, prog...)
 }
 
 func TestBuildJob(t *testing.T) {
@@ -144,7 +152,7 @@ func TestBuildV2beta1Job(t *testing.T) {
 				"Launcher": {
 					Replicas: ptrTo[int32](1),
 					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-						Name: "mpi-launcher", Image: "horovod:1", Command: horovodrun("2", "1", "4", "python", "train.py"),
+						Name: "mpi-launcher", Image: "horovod:1", Command: horovodrunV2beta1("2", "1", "4", "python", "train.py"),
 					}}}},
 				},
 				"Worker": {

@@ -159,14 +159,14 @@ func TestBuildV2beta1JobPodOptions(t *testing.T) {
 			ElasticPolicy:  &kubeflow.ElasticPolicy{MinReplicas: ptrTo[int32](1), MaxReplicas: ptrTo[int32](2), DrainSeconds: ptrTo[int32](30)},
 			MPIReplicaSpecs: map[common.ReplicaType]*common.ReplicaSpec{
 				"Launcher": {Replicas: ptrTo[int32](1), Template: template(corev1.Container{
-					Name: "mpi-launcher", Image: "horovod:1", Command: horovodrun("2", "1", "2", "python"),
+					Name: "mpi-launcher", Image: "horovod:1", Command: horovodrunV2beta1("2", "1", "2", "python"),
 					Resources: corev1.ResourceRequirements{
 						Limits:   corev1.ResourceList{"cpu": q("1"), "memory": q("2Gi")},
 						Requests: corev1.ResourceList{"cpu": q("1"), "memory": q("2Gi")},
 					},
 				})},
 				"Worker": {Replicas: ptrTo[int32](2), Template: template(corev1.Container{
-					Name: "mpi-worker", Image: "horovod:1", Command: []string{"/bin/sh", "-c"}, Args: []string{SSHDScript},
+					Name: "mpi-worker", Image: "horovod:1", Command: SSHDCommand, Args: SSHDArgs,
 				})},
 			},
 		},

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,16 +26,19 @@ func newSubmitCommand(env *Env) *cobra.Command {
 The launcher runs horovodrun with -np, --min-np and --max-np set to --workers,
 --min-workers and --max-workers times --slots, and with the operator's
 discovery script (` + DiscoverHostsPath + `), so that Horovod follows the
-workers as the job is scaled. Each worker gets --gpus nvidia.com/gpu and
+workers as the job is scaled; --blacklist-cooldown-range lets a worker that
+failed once come back. Each worker gets --gpus ` + string(ResourceGPU) + ` and
 --cpu and --memory as requests and limits, the launcher --launcher-cpu and
---launcher-memory.
+--launcher-memory. What the flags leave open (container names,
+cleanPodPolicy, the elastic policy's bounds and drain) is set as the Python
+SDK's elastic_horovod_job sets it: docs/job-defaults.md lists the values.
 
 --env, --volume, --node-selector, --toleration and --image-pull-secret go
 into the launcher's pod and the workers' alike; --label and --annotation go
 on the job and on both pods.
 
 A kubeflow.org/v2beta1 job reaches its workers over SSH: their container
-runs sshd in the foreground (` + SSHDScript + `),
+runs sshd in the foreground (` + strings.Join(SSHDArgs, " ") + `),
 so the image must have sshd and ssh-keygen, as horovod's images do.`,
 		Example: `  # Four workers of one GPU each, elastic between 2 and 8
   kubectl mpijob submit mnist --image horovod/horovod:0.28.1 --workers 4 --min-workers 2 --max-workers 8 --gpus 1 \
@@ -82,7 +86,7 @@ so the image must have sshd and ssh-keygen, as horovod's images do.`,
 	f.StringArrayVar(&req.ImagePullSecrets, "image-pull-secret", nil, "Secret of the namespace to pull the image with; repeat for more")
 	f.StringArrayVar(&req.Labels, "label", nil, "KEY=VALUE label of the job and of its pods; repeat for more")
 	f.StringArrayVar(&req.Annotations, "annotation", nil, "KEY=VALUE annotation of the job and of its pods; repeat for more")
-	f.Int32Var(&drainSeconds, "drain-seconds", defaultDrainSeconds, "how long a removed worker stays out of discover_hosts.sh before its pod is deleted")
+	f.Int32Var(&drainSeconds, "drain-seconds", jobDefaults.ElasticPolicy.DrainSeconds, "how long a removed worker stays out of discover_hosts.sh before its pod is deleted")
 	f.StringVar(&dryRun, "dry-run", "none", `"none", "client" (print the job without sending it) or "server" (send it without persisting it)`)
 	printFlags.AddFlags(cmd)
 	return cmd

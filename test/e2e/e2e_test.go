@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kubeflow/mpi-operator/test/harness"
 )
@@ -101,6 +104,9 @@ type example struct {
 	workers int   // spec.mpiReplicaSpecs.Worker.replicas, defaulted to 1
 	slots   int   // spec.slotsPerWorker, defaulted to 1
 	max     int32 // spec.elasticPolicy.maxReplicas; 0 when unset
+	// autoscaled: a HorizontalPodAutoscaler of the same file sets its
+	// workers, so that the test leaves them alone.
+	autoscaled bool
 }
 
 // suite carries state from one step to the next.
@@ -300,13 +306,19 @@ func findExamples(t *testing.T) []example {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
-			rel, err := filepath.Rel(env.Root, path)
-			if err != nil {
-				return err
-			}
-			files = append(files, rel)
+		if d.IsDir() || !strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".yml") {
+			return nil
 		}
+		// Files of other objects only (Kueue's queues, RBAC of other
+		// namespaces) are not this cluster's to create.
+		if ok, err := holdsV1MPIJob(path); err != nil || !ok {
+			return err
+		}
+		rel, err := filepath.Rel(env.Root, path)
+		if err != nil {
+			return err
+		}
+		files = append(files, rel)
 		return nil
 	})
 	if err != nil {
@@ -315,17 +327,8 @@ func findExamples(t *testing.T) []example {
 	var found []example
 	for _, file := range files {
 		out := mustKubectl(t, "create", "--dry-run=client", "-o", "json", "-n", jobNamespace, "-f", file)
-		var list struct {
-			Kind  string            `json:"kind"`
-			Items []json.RawMessage `json:"items"`
-		}
-		if err := json.Unmarshal([]byte(out), &list); err != nil {
-			t.Fatalf("decoding the objects of %s: %v", file, err)
-		}
-		items := list.Items
-		if list.Kind != "List" {
-			items = []json.RawMessage{json.RawMessage(out)}
-		}
+		items := printedObjects(t, file, out)
+		autoscaled := autoscaledJobs(t, file, items)
 		for _, item := range items {
 			var job mpiJob
 			if err := json.Unmarshal(item, &job); err != nil {
@@ -334,7 +337,7 @@ func findExamples(t *testing.T) []example {
 			if job.Kind != "MPIJob" || job.APIVersion != "kubeflow.org/v1" {
 				continue
 			}
-			ex := example{file: file, name: job.Metadata.Name, workers: 1, slots: 1}
+			ex := example{file: file, name: job.Metadata.Name, workers: 1, slots: 1, autoscaled: autoscaled[job.Metadata.Name]}
 			if w, ok := job.Spec.MPIReplicaSpecs["Worker"]; ok && w.Replicas != nil {
 				ex.workers = int(*w.Replicas)
 			}
@@ -351,6 +354,81 @@ func findExamples(t *testing.T) []example {
 		t.Fatalf("no kubeflow.org/v1 MPIJob in the YAML files under examples/: %v", files)
 	}
 	return found
+}
+
+// printedObjects are the objects that kubectl printed as JSON for a file:
+// a List's items, or the objects one after the other.
+func printedObjects(t *testing.T, file, out string) []json.RawMessage {
+	t.Helper()
+	var items []json.RawMessage
+	dec := json.NewDecoder(strings.NewReader(out))
+	for {
+		var obj json.RawMessage
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			return items
+		} else if err != nil {
+			t.Fatalf("decoding the objects of %s: %v", file, err)
+		}
+		var list struct {
+			Kind  string            `json:"kind"`
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(obj, &list); err != nil {
+			t.Fatalf("decoding an object of %s: %v", file, err)
+		}
+		if list.Kind == "List" {
+			items = append(items, list.Items...)
+		} else {
+			items = append(items, obj)
+		}
+	}
+}
+
+// holdsV1MPIJob tells whether one of a YAML file's documents is a
+// kubeflow.org/v1 MPIJob.
+func holdsV1MPIJob(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var meta metav1.TypeMeta
+		if err := dec.Decode(&meta); errors.Is(err, io.EOF) {
+			return false, nil
+		} else if err != nil {
+			return false, fmt.Errorf("%s: %w", path, err)
+		}
+		if meta.Kind == "MPIJob" && meta.APIVersion == "kubeflow.org/v1" {
+			return true, nil
+		}
+	}
+}
+
+// autoscaledJobs names the MPIJobs that the HorizontalPodAutoscalers among
+// a file's objects scale.
+func autoscaledJobs(t *testing.T, file string, items []json.RawMessage) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	for _, item := range items {
+		var hpa struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				ScaleTargetRef struct {
+					Kind string `json:"kind"`
+					Name string `json:"name"`
+				} `json:"scaleTargetRef"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(item, &hpa); err != nil {
+			t.Fatalf("decoding an object of %s: %v", file, err)
+		}
+		if hpa.Kind == "HorizontalPodAutoscaler" && hpa.Spec.ScaleTargetRef.Kind == "MPIJob" {
+			names[hpa.Spec.ScaleTargetRef.Name] = true
+		}
+	}
+	return names
 }
 
 func (s *suite) createExamples(t *testing.T) {
@@ -493,13 +571,13 @@ func waitTable(t *testing.T, want map[string]int, state string) {
 func (s *suite) elasticScale(t *testing.T) {
 	var ex *example
 	for i := range s.examples {
-		if s.examples[i].max > 0 {
+		if s.examples[i].max > 0 && !s.examples[i].autoscaled {
 			ex = &s.examples[i]
 			break
 		}
 	}
 	if ex == nil {
-		t.Fatal("no example MPIJob has spec.elasticPolicy.maxReplicas")
+		t.Fatal("no example MPIJob without an autoscaler has spec.elasticPolicy.maxReplicas")
 	}
 	target := ex.workers + 1
 	if int32(target) > ex.max {

@@ -159,7 +159,12 @@ func testSubmit(t *testing.T) {
 		t.Errorf("the dry run's apiVersion is %s, want %s", job.APIVersion, want)
 	}
 	wantCmd := []string{"horovodrun", "-np", "4", "--min-np", "2", "--max-np", "8",
-		"--host-discovery-script", "/etc/mpi/discover_hosts.sh", "python", "train.py"}
+		"--host-discovery-script", "/etc/mpi/discover_hosts.sh"}
+	if api == harness.V2beta1 {
+		// v2beta1's discovery script lists hosts without slots.
+		wantCmd = append(wantCmd, "--slots-per-host", "2")
+	}
+	wantCmd = append(wantCmd, "--blacklist-cooldown-range", "10", "100", "python", "train.py")
 	if diff := cmp.Diff(wantCmd, job.Spec.MPIReplicaSpecs["Launcher"].Template.Spec.Containers[0].Command); diff != "" {
 		t.Errorf("launcher command (-want +got):\n%s", diff)
 	}

@@ -2,7 +2,7 @@
 Kubernetes client: generated models, MPIJobClient, and a builder of
 elastic Horovod jobs."""
 
-from . import models
+from . import job_defaults, models
 from .client import MPIJobClient, check_replicas, condition_true, load_job_file
 from .errors import APIError, ConflictError, InvalidError, JobFailedError, MPIJobError, NotFoundError, WaitTimeoutError
 from .horovod import elastic_horovod_job, horovodrun_command
@@ -25,6 +25,7 @@ __all__ = [
     "condition_true",
     "elastic_horovod_job",
     "horovodrun_command",
+    "job_defaults",
     "load_job_file",
     "models",
     "parse_discover_hosts",

@@ -92,6 +92,8 @@ class MPIJobClient:
         version: ``v1`` or ``v2beta1``.
         config_file, context: which kubeconfig and context to load when no
             api_client is given.
+
+    Another version is a ValueError.
     """
 
     def __init__(
@@ -281,8 +283,8 @@ class MPIJobClient:
         operator would remove it first), when the job's workers are not
         at its replicas (it is still resizing), or, after the wait, when
         the operator removed other workers than those named; InvalidError
-        when the job would go below its minReplicas. With ``wait`` as in
-        scale_job.
+        when the job would go below its minReplicas. No name at all is a
+        ValueError too. With ``wait`` as in scale_job.
         """
         ns = namespace or self.namespace
         victims = [pods] if isinstance(pods, str) else list(dict.fromkeys(pods))
@@ -443,9 +445,9 @@ class MPIJobClient:
                 the time of one request; here it is the whole wait.)
             polling_interval: None (the default) waits on a watch of the
                 job and looks at every change as it happens; a number of
-                seconds reads the job that often instead, as Kubeflow's
-                client does (for an account that may get MPIJobs but not
-                watch them).
+                seconds (more than 0, else ValueError) reads the job that
+                often instead, as Kubeflow's client does (for an account
+                that may get MPIJobs but not watch them).
             callback: called with the job each time it is read or changes.
             until: a predicate of the job that replaces the conditions.
             fail_on_failed: when True (the default) a job whose Failed
@@ -558,13 +560,16 @@ class MPIJobClient:
 
     def get_hosts(self, name: str, namespace: Optional[str] = None) -> List[Host]:
         """The hosts that the job's discover_hosts.sh lists now (the hosts
-        Horovod trains on), in the script's order."""
+        Horovod trains on), in the script's order. NotFoundError when the
+        job's ConfigMap ``<job>-config`` does not exist (no such job, or
+        the operator has not written it yet)."""
         cm = _api_call(self.core.read_namespaced_config_map, name + "-config", namespace or self.namespace)
         return parse_discover_hosts((cm.data or {}).get("discover_hosts.sh", ""))
 
     def get_workers(self, name: str, namespace: Optional[str] = None) -> List[Worker]:
         """The job's worker pods by index: phase, node, whether
-        discover_hosts.sh lists them, and since when they drain."""
+        discover_hosts.sh lists them, and since when they drain.
+        NotFoundError as get_hosts."""
         ns = namespace or self.namespace
         listed = {h.name.split(".", 1)[0] for h in self.get_hosts(name, ns)}
         pods = self._pods(name, ns, "worker")
@@ -895,8 +900,10 @@ def _worker_pod_name(name: str, worker: Union[int, str]) -> str:
 
 
 def check_replicas(job, replicas: int, rules) -> None:
-    """Refuses, with the CRD's admission message, a worker count that the
-    API server would refuse for this job."""
+    """Refuses, with the CRD's admission message (InvalidError), a worker
+    count that the API server would refuse for this job: below 0, or
+    outside its elasticPolicy's bounds. A count that is not an int is a
+    TypeError."""
     field = "spec.mpiReplicaSpecs.Worker.replicas"
     if not isinstance(replicas, int) or isinstance(replicas, bool):
         raise TypeError("replicas must be an int, not %s" % type(replicas).__name__)
@@ -946,7 +953,8 @@ def _lines(resp) -> Iterator[str]:
 
 
 def load_job_file(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
-    """The one MPIJob that a YAML file holds."""
+    """The one MPIJob that a YAML file holds; ValueError when it holds
+    none or several."""
     with open(path, encoding="utf-8") as f:
         docs = [d for d in yaml.safe_load_all(f) if d]
     jobs = [d for d in docs if isinstance(d, dict) and d.get("kind") == "MPIJob"]

@@ -29,7 +29,9 @@ class APIError(MPIJobError):
     @classmethod
     def from_api_exception(cls, exc: ApiException) -> "APIError":
         """The error for a failed call of the kubernetes client: the
-        Status object's message when the body holds one."""
+        Status object's message when the body holds one. A NotFoundError
+        for HTTP 404, ConflictError for 409, InvalidError for 422, else an
+        APIError."""
         message, reason = None, exc.reason
         try:
             body = json.loads(exc.body) if exc.body else {}

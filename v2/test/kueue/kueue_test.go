@@ -279,21 +279,12 @@ func scaleWorkers(t *testing.T, job *v2beta1.MPIJob, n int) {
 }
 
 // waitAdmitted waits until Kueue has admitted job's Workload to the job's
-// ClusterQueue and resumed the job, and checks what Kueue wrote to it: the
-// flavor's node label in both templates, the elastic policy kept.
+// ClusterQueue (named as its LocalQueue) and resumed the job, and checks
+// what Kueue wrote to it: the flavor's node label in both templates, the
+// elastic policy kept.
 func waitAdmitted(t *testing.T, job *v2beta1.MPIJob, workload string) {
 	t.Helper()
-	harness.Eventually(t, poll, time.Minute, job.Name+"'s Workload to be admitted", func() (bool, string) {
-		wl := getWorkload(t, job.Namespace, workload)
-		cq, _, _ := unstructured.NestedString(wl.Object, "status", "admission", "clusterQueue")
-		status, reason, msg := condition(wl, "Admitted")
-		return status == "True" && cq == job.Labels[queueNameLabel],
-			fmt.Sprintf("Admitted=%q (%s: %s), admitted to %q", status, reason, msg, cq)
-	})
-	harness.Eventually(t, poll, 30*time.Second, "Kueue to resume "+job.Name, func() (bool, string) {
-		got := getJob(t, job)
-		return !ptr.Deref(got.Spec.RunPolicy.Suspend, true), "still suspended"
-	})
+	waitAdmittedTo(t, job, workload, job.Labels[queueNameLabel])
 	got := getJob(t, job)
 	for _, rt := range []v2beta1.MPIReplicaType{v2beta1.MPIReplicaTypeLauncher, v2beta1.MPIReplicaTypeWorker} {
 		if v := got.Spec.MPIReplicaSpecs[rt].Template.Spec.NodeSelector[flavorLabelKey]; v != flavorLabelValue {
@@ -308,11 +299,35 @@ func waitAdmitted(t *testing.T, job *v2beta1.MPIJob, workload string) {
 	}
 }
 
+// waitAdmittedTo waits until Kueue has admitted job's Workload to
+// clusterQueue and resumed the job.
+func waitAdmittedTo(t *testing.T, job *v2beta1.MPIJob, workload, clusterQueue string) {
+	t.Helper()
+	harness.Eventually(t, poll, time.Minute, job.Name+"'s Workload to be admitted", func() (bool, string) {
+		wl := getWorkload(t, job.Namespace, workload)
+		cq, _, _ := unstructured.NestedString(wl.Object, "status", "admission", "clusterQueue")
+		status, reason, msg := condition(wl, "Admitted")
+		return status == "True" && cq == clusterQueue,
+			fmt.Sprintf("Admitted=%q (%s: %s), admitted to %q", status, reason, msg, cq)
+	})
+	harness.Eventually(t, poll, 30*time.Second, "Kueue to resume "+job.Name, func() (bool, string) {
+		got := getJob(t, job)
+		return !ptr.Deref(got.Spec.RunPolicy.Suspend, true), "still suspended"
+	})
+}
+
 // checkRunning waits until an admitted job runs: n workers and the
 // launcher Running on kwok nodes with the flavor's nodeSelector, its
 // launcher Job resumed with that nodeSelector, and discover_hosts.sh
 // listing the Running workers.
 func checkRunning(t *testing.T, job *v2beta1.MPIJob, n int) {
+	t.Helper()
+	checkRunningWith(t, job, n, map[string]string{flavorLabelKey: flavorLabelValue})
+}
+
+// checkRunningWith is checkRunning for a flavor of the node labels given
+// (none for a flavor of every node).
+func checkRunningWith(t *testing.T, job *v2beta1.MPIJob, n int, flavorLabels map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	var workers []string
@@ -335,8 +350,10 @@ func checkRunning(t *testing.T, job *v2beta1.MPIJob, n int) {
 			fmt.Sprintf("Running workers %v, launchers %v; other pods %v", workers, launchers, others)
 	})
 	for _, p := range jobPods(t, job) {
-		if v := p.Spec.NodeSelector[flavorLabelKey]; v != flavorLabelValue {
-			t.Errorf("pod %s: nodeSelector %v, want the flavor's %s=%s", p.Name, p.Spec.NodeSelector, flavorLabelKey, flavorLabelValue)
+		for key, value := range flavorLabels {
+			if v := p.Spec.NodeSelector[key]; v != value {
+				t.Errorf("pod %s: nodeSelector %v, want the flavor's %s=%s", p.Name, p.Spec.NodeSelector, key, value)
+			}
 		}
 	}
 	launcher, err := suite.Kube.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name+"-launcher", metav1.GetOptions{})
@@ -346,9 +363,11 @@ func checkRunning(t *testing.T, job *v2beta1.MPIJob, n int) {
 	if ptr.Deref(launcher.Spec.Suspend, false) {
 		t.Errorf("launcher Job %s is still suspended", launcher.Name)
 	}
-	if v := launcher.Spec.Template.Spec.NodeSelector[flavorLabelKey]; v != flavorLabelValue {
-		t.Errorf("launcher Job %s: pod template's nodeSelector %v, want the flavor's %s=%s", launcher.Name,
-			launcher.Spec.Template.Spec.NodeSelector, flavorLabelKey, flavorLabelValue)
+	for key, value := range flavorLabels {
+		if v := launcher.Spec.Template.Spec.NodeSelector[key]; v != value {
+			t.Errorf("launcher Job %s: pod template's nodeSelector %v, want the flavor's %s=%s", launcher.Name,
+				launcher.Spec.Template.Spec.NodeSelector, key, value)
+		}
 	}
 	harness.Eventually(t, poll, 30*time.Second, "discover_hosts.sh of "+job.Name+" to list its workers", func() (bool, string) {
 		cm, err := suite.Kube.CoreV1().ConfigMaps(job.Namespace).Get(ctx, job.Name+"-config", metav1.GetOptions{})

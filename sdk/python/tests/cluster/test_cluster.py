@@ -186,8 +186,8 @@ def logs_job_fixture(client, custom, namespace, tmp_path):
     launcher, worker = tmp_path / "launcher.log", tmp_path / "worker-0.log"
     cri_log(launcher, "rank 0: starting", "epoch 1 loss 0.9", "epoch 2 loss 0.4", "done")
     cri_log(worker, "worker 0 ready")
-    serve_log(custom, namespace, "logs-launcher", "launcher", launcher)
-    serve_log(custom, namespace, "logs-worker-0", "worker", worker)
+    serve_log(custom, namespace, "logs-launcher", "mpi-launcher", launcher)
+    serve_log(custom, namespace, "logs-worker-0", "mpi-worker", worker)
     # kwok learns of the objects through its watch
     eventually(lambda: client.get_logs("logs") != "" and client.get_logs("logs", worker=0) != "")
     return launcher, worker
@@ -196,10 +196,10 @@ def logs_job_fixture(client, custom, namespace, tmp_path):
 def test_get_logs_whole_tail_and_container(client, logs_job):
     launcher_log = "rank 0: starting\nepoch 1 loss 0.9\nepoch 2 loss 0.4\ndone\n"
     assert client.get_logs("logs") == launcher_log
-    assert client.get_logs("logs", container="launcher") == launcher_log
+    assert client.get_logs("logs", container="mpi-launcher") == launcher_log
     assert client.get_logs("logs", tail_lines=2) == "epoch 2 loss 0.4\ndone\n"
     assert client.get_logs("logs", tail_lines=0) == ""
-    assert client.get_logs("logs", worker=0, container="worker") == "worker 0 ready\n"
+    assert client.get_logs("logs", worker=0, container="mpi-worker") == "worker 0 ready\n"
     assert client.get_logs("logs", worker="logs-worker-0", tail_lines=1) == "worker 0 ready\n"
     assert client.get_logs("logs", worker=1) == ""
 
@@ -208,8 +208,8 @@ def test_get_logs_whole_tail_and_container(client, logs_job):
     assert client.get_logs("logs", tail_lines=1) == "one more line\n"
 
     with pytest.raises(APIError) as err:
-        client.get_logs("logs", container="worker")
-    assert "container worker is not valid for pod logs-launcher" in err.value.message
+        client.get_logs("logs", container="mpi-worker")
+    assert "container mpi-worker is not valid for pod logs-launcher" in err.value.message
     with pytest.raises(NotFoundError) as err:
         client.get_logs("logs", worker=7)
     assert err.value.message == 'pods "logs-worker-7" not found'
@@ -315,19 +315,19 @@ def test_get_job_pods_and_logs(client, custom, namespace, tmp_path):
     launcher, worker = tmp_path / "launcher.log", tmp_path / "worker-0.log"
     cri_log(launcher, "rank 0: starting", "done")
     cri_log(worker, "worker 0 ready")
-    serve_log(custom, namespace, "pods-launcher", "launcher", launcher)
-    serve_log(custom, namespace, "pods-worker-0", "worker", worker)
+    serve_log(custom, namespace, "pods-launcher", "mpi-launcher", launcher)
+    serve_log(custom, namespace, "pods-worker-0", "mpi-worker", worker)
     want = {"pods-launcher": "rank 0: starting\ndone\n", "pods-worker-0": "worker 0 ready\n", "pods-worker-1": ""}
     logs = eventually(lambda: (lambda got: got if got == want else None)(client.get_job_logs("pods")))
     assert list(logs) == ["pods-launcher", "pods-worker-0", "pods-worker-1"]
     assert client.get_job_logs("pods", is_master=True, tail_lines=1) == {"pods-launcher": "done\n"}
-    assert client.get_job_logs("pods", role="worker", container="worker") == {"pods-worker-0": "worker 0 ready\n", "pods-worker-1": ""}
+    assert client.get_job_logs("pods", role="worker", container="mpi-worker") == {"pods-worker-0": "worker 0 ready\n", "pods-worker-1": ""}
     assert client.get_job_logs("pods", replica_index=0) == {"pods-worker-0": "worker 0 ready\n"}
     assert client.get_job_logs("pods", pod_name="pods-worker-0") == {"pods-worker-0": "worker 0 ready\n"}
     assert client.get_logs("pods") == want["pods-launcher"]
     with pytest.raises(APIError) as err:
-        client.get_job_logs("pods", container="launcher")  # the workers have no such container
-    assert "container launcher is not valid for pod pods-worker-0" in err.value.message
+        client.get_job_logs("pods", container="mpi-launcher")  # the workers have no such container
+    assert "container mpi-launcher is not valid for pod pods-worker-0" in err.value.message
     with pytest.raises(NotFoundError):
         client.get_job_pods("no-such-job")
 

@@ -87,9 +87,9 @@ def test_v2beta1_launcher_logs_pods_waits_and_scale(client, core, custom, namesp
 
     path = tmp_path / "launcher.log"
     cri_log(path, "mpirun: 2 hosts", "rank 0: epoch 1")
-    serve_log(custom, namespace, pod, "launcher", path)
+    serve_log(custom, namespace, pod, "mpi-launcher", path)
     assert eventually(lambda: client.get_logs("v2kf")) == "mpirun: 2 hosts\nrank 0: epoch 1\n"
-    assert client.get_logs("v2kf", tail_lines=1, container="launcher") == "rank 0: epoch 1\n"
+    assert client.get_logs("v2kf", tail_lines=1, container="mpi-launcher") == "rank 0: epoch 1\n"
     logs = client.get_job_logs("v2kf")
     assert list(logs.items()) == [(pod, "mpirun: 2 hosts\nrank 0: epoch 1\n"), ("v2kf-worker-0", ""), ("v2kf-worker-1", "")]
     assert client.get_job_logs("v2kf", is_master=True) == {pod: "mpirun: 2 hosts\nrank 0: epoch 1\n"}

@@ -132,13 +132,15 @@ def test_elastic_horovod_job_v1():
     )
     assert isinstance(job, V1MPIJob)
     env = [{"name": "NCCL_DEBUG", "value": "INFO"}]
-    limits = {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "2"}
+    requests = {"cpu": "4", "memory": "16Gi"}
+    limits = dict(requests, **{"nvidia.com/gpu": "2"})  # GPUs as a limit only
     assert job.to_dict() == {
         "apiVersion": "kubeflow.org/v1",
         "kind": "MPIJob",
         "metadata": {"name": "mnist", "namespace": "team-a", "labels": {"team": "a"}},
         "spec": {
             "slotsPerWorker": 2,
+            "cleanPodPolicy": "Running",
             "elasticPolicy": {"minReplicas": 1, "maxReplicas": 4, "drainSeconds": 20},
             "mpiReplicaSpecs": {
                 "Launcher": {
@@ -147,7 +149,7 @@ def test_elastic_horovod_job_v1():
                         "spec": {
                             "containers": [
                                 {
-                                    "name": "launcher",
+                                    "name": "mpi-launcher",
                                     "image": "horovod/horovod:0.28.1",
                                     "env": env,
                                     "command": [
@@ -166,10 +168,10 @@ def test_elastic_horovod_job_v1():
                         "spec": {
                             "containers": [
                                 {
-                                    "name": "worker",
+                                    "name": "mpi-worker",
                                     "image": "horovod/horovod:0.28.1",
                                     "env": env,
-                                    "resources": {"limits": limits, "requests": limits},
+                                    "resources": {"limits": limits, "requests": requests},
                                 }
                             ]
                         }
@@ -185,17 +187,18 @@ def test_elastic_horovod_job_v2beta1():
     assert isinstance(job, v2beta1.V2beta1MPIJob)
     data = job.to_dict()
     assert data["apiVersion"] == "kubeflow.org/v2beta1"
-    assert data["spec"]["mpiImplementation"] == "OpenMPI"
+    assert "mpiImplementation" not in data["spec"]  # the operator's default, OpenMPI
     assert data["spec"]["slotsPerWorker"] == 4
-    assert data["spec"]["elasticPolicy"] == {"minReplicas": 2, "maxReplicas": 6}
+    assert data["spec"]["runPolicy"] == {"cleanPodPolicy": "Running"}
+    assert data["spec"]["elasticPolicy"] == {"minReplicas": 2, "maxReplicas": 6, "drainSeconds": 30}
     command = data["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
     assert command[:11] == [
         "horovodrun", "-np", "12", "--min-np", "8", "--max-np", "24",
         "--host-discovery-script", "/etc/mpi/discover_hosts.sh", "--slots-per-host", "4",
     ]  # fmt: skip
     worker = data["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    assert worker["command"] == SSHD_COMMAND
-    assert "/usr/sbin/sshd -De" in worker["command"][-1]
+    assert worker["command"] + worker["args"] == SSHD_COMMAND
+    assert "/usr/sbin/sshd -De" in worker["args"][-1]
 
 
 @pytest.mark.parametrize(
@@ -230,3 +233,14 @@ def test_elastic_horovod_job_refuses_bad_bounds(initial, low, high, message):
 def test_elastic_horovod_job_needs_a_command():
     with pytest.raises(ValueError, match="command"):
         elastic_horovod_job("j", "img", [], 1, 1, 1)
+
+
+def test_elastic_horovod_job_refuses_an_unknown_version():
+    with pytest.raises(ValueError, match="v1 or v2beta1"):
+        elastic_horovod_job("j", "img", ["t"], 1, version="v2")
+
+
+def test_elastic_horovod_job_blacklist_cooldown_left_out():
+    job = elastic_horovod_job("j", "img", ["t"], 1, blacklist_cooldown=None)
+    command = job.to_dict()["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    assert "--blacklist-cooldown-range" not in command
