@@ -9,13 +9,14 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 )
 
 const (
 	// conditionResizing is True while the workers move to a new count:
 	// from a change of replicas, or the replacement of a failed worker,
 	// until every wanted worker runs and every removed one is gone.
-	conditionResizing common.JobConditionType = "Resizing"
+	conditionResizing common.JobConditionType = engine.ConditionResizing
 
 	reasonResizing            = "MPIJobResizing"
 	reasonWorkersBelowMinimum = "WorkersBelowMinimum"

@@ -7,12 +7,12 @@ import (
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
@@ -139,26 +139,13 @@ func countLauncher(job *kubeflow.MPIJob, launcher *corev1.Pod) {
 
 // writeStatus sends the job's status to the API server if it differs from
 // what the informer saw, in one request through the status subresource. A
-// difference in what withoutBatched leaves out alone waits up to
+// change of the replica counts or the Resizing condition alone waits up to
 // engine.StatusBatchPeriod; it returns how long until it is due.
 func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatus, job *kubeflow.MPIJob) (time.Duration, error) {
 	initStatus(&job.Status)
-	cur := job.Status.DeepCopy()
-	cur.LastReconcileTime = old.LastReconcileTime
-	return c.StatusHold.Write(jobKey(job), c.Clock.Now(), !equality.Semantic.DeepEqual(old, cur),
-		equality.Semantic.DeepEqual(withoutBatched(old), withoutBatched(cur)),
+	changed, mayWait := engine.StatusChange(old, &job.Status)
+	return c.StatusHold.Write(jobKey(job), c.Clock.Now(), changed, mayWait,
 		func() error { return c.updateStatus(ctx, old, job) })
-}
-
-// withoutBatched is status without what may wait to be written: the
-// replica counts are zeroed and the Resizing condition is dropped.
-func withoutBatched(status *common.JobStatus) *common.JobStatus {
-	out := status.DeepCopy()
-	for _, rs := range out.ReplicaStatuses {
-		rs.Active, rs.Succeeded, rs.Failed = 0, 0, 0
-	}
-	removeCondition(out, conditionResizing)
-	return out
 }
 
 // updateStatus writes the job's status through the status subresource and

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
@@ -26,7 +27,7 @@ const (
 	// conditionResizing is True while an elastic job's workers move to a
 	// new count, until every wanted worker runs and is listed and every
 	// removed one is gone.
-	conditionResizing v2beta1.JobConditionType = "Resizing"
+	conditionResizing v2beta1.JobConditionType = engine.ConditionResizing
 )
 
 // Condition reasons of this operator's own.
@@ -110,24 +111,13 @@ func updateBlocked(status *v2beta1.JobStatus, err error, now metav1.Time) {
 
 // writeStatus sends the job's status to the API server if it differs from
 // old, the cached one, besides lastReconcileTime, in one request through
-// the status subresource. A difference in what withoutBatched leaves out
-// alone waits up to engine.StatusBatchPeriod; it returns how long until it
-// is due.
+// the status subresource. A change of the replica counts or the Resizing
+// condition alone waits up to engine.StatusBatchPeriod; it returns how long
+// until it is due.
 func (c *MPIJobController) writeStatus(ctx context.Context, old *v2beta1.JobStatus, job *v2beta1.MPIJob) (time.Duration, error) {
-	return c.StatusHold.Write(jobKey(job), c.Clock.Now(), statusChanged(old, &job.Status),
-		!statusChanged(withoutBatched(old), withoutBatched(&job.Status)),
+	changed, mayWait := engine.StatusChange(old, &job.Status)
+	return c.StatusHold.Write(jobKey(job), c.Clock.Now(), changed, mayWait,
 		func() error { return c.updateStatus(ctx, old, job) })
-}
-
-// withoutBatched is status without what may wait to be written: the
-// replica counts are zeroed and the Resizing condition is dropped.
-func withoutBatched(status *v2beta1.JobStatus) *v2beta1.JobStatus {
-	out := status.DeepCopy()
-	for _, rs := range out.ReplicaStatuses {
-		rs.Active, rs.Succeeded, rs.Failed = 0, 0, 0
-	}
-	removeCondition(out, conditionResizing)
-	return out
 }
 
 // updateStatus writes the job's status through the status subresource and
@@ -146,14 +136,6 @@ func (c *MPIJobController) updateStatus(ctx context.Context, old *v2beta1.JobSta
 	c.StatusWrites.Wrote(jobKey(job), job.ResourceVersion)
 	c.announce(job, old)
 	return nil
-}
-
-// statusChanged tells whether cur differs from old in more than the time of
-// the last reconcile.
-func statusChanged(old, cur *v2beta1.JobStatus) bool {
-	cmp := *cur
-	cmp.LastReconcileTime = old.LastReconcileTime
-	return !semanticallyEqual(*old, cmp)
 }
 
 // announce emits an event, and counts the job in the metrics, for each
