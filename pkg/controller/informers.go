@@ -90,14 +90,11 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 	}
 	inf.skippedJobs = tolerant.NewSkips()
 	if cfg.Clients.Jobs != nil {
-		inf.jobs.InformerFor(&kubeflow.MPIJob{}, func(_ clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
-			return tolerant.NewInformer(cfg.Clients.Jobs, jobResource(cfg.Namespace), inf.skippedJobs, resync)
-		})
+		inf.jobs.InformerFor(&kubeflow.MPIJob{},
+			tolerant.InformerFunc[clientset.Interface](cfg.Clients.Jobs, jobResource(cfg.Namespace), inf.skippedJobs))
 	}
 	// Set before anything can start the informers, which refuse them after.
-	_ = inf.otherPodsInformer().Informer().SetTransform(trimPodMetadata)
-	pods := inf.pods.Core().V1().Pods().Informer()
-	_ = pods.SetTransform(newPodTrimmer(pods.GetIndexer()).Transform)
+	podcache.SetTransforms(inf.pods.Core().V1().Pods().Informer(), newPodTrimmer, inf.otherPodsInformer().Informer(), trimPodMetadata)
 	if volcanoClient != nil && cfg.GangSchedulerName != "" {
 		inf.volcano = volcanoinformers.NewSharedInformerFactoryWithOptions(volcanoClient, resyncNever,
 			volcanoinformers.WithNamespace(cfg.Namespace),

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
-	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
@@ -143,8 +142,7 @@ func countLauncher(job *kubeflow.MPIJob, launcher *corev1.Pod) {
 // engine.StatusBatchPeriod; it returns how long until it is due.
 func (c *MPIJobController) writeStatus(ctx context.Context, old *common.JobStatus, job *kubeflow.MPIJob) (time.Duration, error) {
 	initStatus(&job.Status)
-	changed, mayWait := engine.StatusChange(old, &job.Status)
-	return c.StatusHold.Write(jobKey(job), c.Clock.Now(), changed, mayWait,
+	return c.StatusHold.Write(jobKey(job), c.Clock.Now(), old, &job.Status,
 		func() error { return c.updateStatus(ctx, old, job) })
 }
 

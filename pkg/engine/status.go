@@ -32,10 +32,18 @@ func (h *StatusHold) Wait(key string, now time.Time, mayWait bool) time.Duration
 	return max(v.(time.Time).Add(StatusBatchPeriod).Sub(now), 0)
 }
 
-// Write writes the status of job key through write, unless it has not
-// changed or its change may wait (mayWait) and has waited less than
-// StatusBatchPeriod; it returns how long until such a change is due.
-func (h *StatusHold) Write(key string, now time.Time, changed, mayWait bool, write func() error) (time.Duration, error) {
+// Write writes status, the status of job key, through write, unless it
+// has not changed from old (StatusChange) or its change may wait and has
+// waited less than StatusBatchPeriod; it returns how long until such a
+// change is due. old and status are pointers to a JobStatus of either API.
+func (h *StatusHold) Write(key string, now time.Time, old, status any, write func() error) (time.Duration, error) {
+	changed, mayWait := StatusChange(old, status)
+	return h.write(key, now, changed, mayWait, write)
+}
+
+// write is Write once the change is known: changed tells whether there is
+// one, mayWait whether it may wait.
+func (h *StatusHold) write(key string, now time.Time, changed, mayWait bool, write func() error) (time.Duration, error) {
 	if !changed {
 		h.Forget(key)
 		return 0, nil

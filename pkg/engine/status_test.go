@@ -48,7 +48,7 @@ func TestStatusHoldWrite(t *testing.T) {
 		{"a count changed again", StatusBatchPeriod, true, true, StatusBatchPeriod, 1},
 		{"a condition changed too", StatusBatchPeriod, true, false, 0, 2},
 	} {
-		wait, err := h.Write("ns/a", now.Add(step.at), step.changed, step.mayWait, write)
+		wait, err := h.write("ns/a", now.Add(step.at), step.changed, step.mayWait, write)
 		if err != nil || wait != step.wait || writes != step.writes {
 			t.Errorf("%s: wait %v, %d writes, error %v; want wait %v, %d writes", step.name, wait, writes, err, step.wait, step.writes)
 		}

@@ -98,6 +98,16 @@ type Trimmer struct {
 	last *Pod
 }
 
+// SetTransforms sets, before they start, the transforms of an operator's
+// two pod informers: pods, of the pods it labels, through the Trimmer that
+// newTrimmer makes for its store; others, of the rest, through trimOther.
+// Only a started informer refuses a transform.
+func SetTransforms(pods cache.SharedIndexInformer, newTrimmer func(cache.Store) *Trimmer,
+	others cache.SharedIndexInformer, trimOther cache.TransformFunc) {
+	_ = pods.SetTransform(newTrimmer(pods.GetIndexer()).Transform)
+	_ = others.SetTransform(trimOther)
+}
+
 // NewTrimmer returns a transform for the informer whose store is store
 // (where it looks for pods to share with; nil for none): trim turns a pod into what the
 // cache keeps, jobOf names the job of a trimmed pod, and peers names the

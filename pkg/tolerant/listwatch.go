@@ -122,6 +122,14 @@ func NewInformer(client dynamic.Interface, r Resource, skips *Skips, resync time
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 }
 
+// InformerFunc is NewInformer in the form that the InformerFor of a
+// generated informer factory of clientset type C takes.
+func InformerFunc[C any](client dynamic.Interface, r Resource, skips *Skips) func(C, time.Duration) cache.SharedIndexInformer {
+	return func(_ C, resync time.Duration) cache.SharedIndexInformer {
+		return NewInformer(client, r, skips, resync)
+	}
+}
+
 // NewListWatch returns a ListerWatcher of r's typed objects that skips,
 // and reports to skips, the objects that cannot be decoded.
 func NewListWatch(client dynamic.Interface, r Resource, skips *Skips) cache.ListerWatcher {

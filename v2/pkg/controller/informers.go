@@ -108,14 +108,11 @@ func NewInformers(kube kubernetes.Interface, meta metadata.Interface, mpi client
 	}
 	inf.skippedJobs = tolerant.NewSkips()
 	if cfg.Clients.Jobs != nil {
-		inf.jobs.InformerFor(&v2beta1.MPIJob{}, func(_ clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
-			return tolerant.NewInformer(cfg.Clients.Jobs, jobResource(cfg.Namespace), inf.skippedJobs, resync)
-		})
+		inf.jobs.InformerFor(&v2beta1.MPIJob{},
+			tolerant.InformerFunc[clientset.Interface](cfg.Clients.Jobs, jobResource(cfg.Namespace), inf.skippedJobs))
 	}
 	// Set before anything can start the informers, which refuse them after.
-	_ = inf.otherPodsInformer().Informer().SetTransform(trimOtherPod)
-	pods := inf.pods.Core().V1().Pods().Informer()
-	_ = pods.SetTransform(newPodTrimmer(pods.GetIndexer()).Transform)
+	podcache.SetTransforms(inf.pods.Core().V1().Pods().Informer(), newPodTrimmer, inf.otherPodsInformer().Informer(), trimOtherPod)
 	switch cfg.gang().kind {
 	case gangVolcano:
 		if volcano != nil {

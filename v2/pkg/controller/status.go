@@ -115,8 +115,7 @@ func updateBlocked(status *v2beta1.JobStatus, err error, now metav1.Time) {
 // condition alone waits up to engine.StatusBatchPeriod; it returns how long
 // until it is due.
 func (c *MPIJobController) writeStatus(ctx context.Context, old *v2beta1.JobStatus, job *v2beta1.MPIJob) (time.Duration, error) {
-	changed, mayWait := engine.StatusChange(old, &job.Status)
-	return c.StatusHold.Write(jobKey(job), c.Clock.Now(), changed, mayWait,
+	return c.StatusHold.Write(jobKey(job), c.Clock.Now(), old, &job.Status,
 		func() error { return c.updateStatus(ctx, old, job) })
 }
 
