@@ -229,8 +229,7 @@ func trimChild(obj any) (any, error) {
 	case *corev1.Secret:
 		o.Data, o.StringData = nil, nil
 	case *discoveryv1.EndpointSlice:
-		trimSlice(o)
-		return dropManagedFields(o)
+		return trimSlice(o), nil
 	}
 	if m, ok := obj.(metav1.Object); ok && !controlledByAJob(m) {
 		trimForeign(obj)
@@ -261,17 +260,37 @@ func trimForeign(obj any) {
 	obj.(metav1.Object).SetAnnotations(nil)
 }
 
-// trimSlice keeps of an EndpointSlice its labels (the job and the Service)
-// and, of each endpoint, the host name and the pod it names.
-func trimSlice(s *discoveryv1.EndpointSlice) {
-	s.Annotations, s.Ports = nil, nil
-	for i, ep := range s.Endpoints {
-		kept := discoveryv1.Endpoint{Hostname: ep.Hostname}
-		if ep.TargetRef != nil {
-			kept.TargetRef = &corev1.ObjectReference{Kind: ep.TargetRef.Kind, UID: ep.TargetRef.UID}
+// trimSlice keeps of an EndpointSlice its metadata as podcache.Meta keeps
+// it (the labels name the job and the Service) and, of each endpoint that
+// gives a pod a host name, that name and the pod's UID, all that
+// resolvable reads. The endpoints and their pod references are packed in
+// two allocations of their own size, so that nothing else of the decoded
+// slice stays in memory.
+func trimSlice(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+	named := 0
+	for _, ep := range s.Endpoints {
+		if namesPod(ep) {
+			named++
 		}
-		s.Endpoints[i] = kept
 	}
+	out := &discoveryv1.EndpointSlice{
+		ObjectMeta:  podcache.Meta(&s.ObjectMeta, s.Labels, nil),
+		AddressType: s.AddressType,
+		Endpoints:   make([]discoveryv1.Endpoint, 0, named),
+	}
+	refs := make([]corev1.ObjectReference, 0, named)
+	for _, ep := range s.Endpoints {
+		if namesPod(ep) {
+			refs = append(refs, corev1.ObjectReference{Kind: "Pod", UID: ep.TargetRef.UID})
+			out.Endpoints = append(out.Endpoints, discoveryv1.Endpoint{Hostname: ep.Hostname, TargetRef: &refs[len(refs)-1]})
+		}
+	}
+	return out
+}
+
+// namesPod tells whether an endpoint gives a pod a host name.
+func namesPod(ep discoveryv1.Endpoint) bool {
+	return ep.Hostname != nil && ep.TargetRef != nil && ep.TargetRef.Kind == "Pod"
 }
 
 // trimOtherPod keeps, of a pod the operator does not label, what tells

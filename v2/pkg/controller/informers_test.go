@@ -44,16 +44,28 @@ func TestTransforms(t *testing.T) {
 	if out, _ := trimChild(job); !cmp.Equal(out, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "etl"}}) {
 		t.Errorf("a tenant's Job keeps its spec: %+v", out)
 	}
-	host := "pi-worker-0"
+	// Of an EndpointSlice, the endpoints that give a pod a host name keep
+	// the name and the pod's UID; the others go.
+	host, other := "pi-worker-0", "web-0"
+	svcRef := metav1.OwnerReference{APIVersion: "v1", Kind: "Service", Name: "pi", UID: "svc-uid", Controller: &ctl}
 	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "pi-x", Labels: map[string]string{"app": "pi"}, Annotations: map[string]string{"a": "b"}},
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Hostname: &host,
-			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: host, Namespace: "ns", UID: "w0"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "pi-x", Namespace: "ns", UID: "s", Labels: map[string]string{"app": "pi"},
+			Annotations: map[string]string{"a": "b"}, OwnerReferences: []metav1.OwnerReference{svcRef},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.0.0.1"}, Hostname: &host, NodeName: ptr("n1"),
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: host, Namespace: "ns", UID: "w0"}},
+			{Addresses: []string{"10.0.0.2"}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "pi-worker-1", UID: "w1"}},
+			{Addresses: []string{"10.0.0.3"}, Hostname: &other},
+		},
 		Ports: []discoveryv1.EndpointPort{{Name: ptr("ssh")}},
 	}
 	wantSlice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "pi-x", Labels: map[string]string{"app": "pi"}},
-		Endpoints:  []discoveryv1.Endpoint{{Hostname: &host, TargetRef: &corev1.ObjectReference{Kind: "Pod", UID: "w0"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "pi-x", Namespace: "ns", UID: "s", Labels: map[string]string{"app": "pi"},
+			OwnerReferences: []metav1.OwnerReference{svcRef}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Hostname: &host, TargetRef: &corev1.ObjectReference{Kind: "Pod", UID: "w0"}}},
 	}
 	if out, _ := trimChild(slice); !cmp.Equal(out, wantSlice) {
 		t.Errorf("trimmed EndpointSlice: %s", cmp.Diff(wantSlice, out))

@@ -49,10 +49,9 @@ func (c *MPIJobController) resolvableWorkers(job *v2beta1.MPIJob, pods []*corev1
 // add records the pods that the slice's endpoints name.
 func (r resolvable) add(s *discoveryv1.EndpointSlice) {
 	for _, ep := range s.Endpoints {
-		if ep.Hostname == nil || ep.TargetRef == nil || ep.TargetRef.Kind != "Pod" {
-			continue
+		if namesPod(ep) {
+			r[ep.TargetRef.UID] = *ep.Hostname
 		}
-		r[ep.TargetRef.UID] = *ep.Hostname
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
@@ -118,12 +117,16 @@ func workerLabels(job *v2beta1.MPIJob) func(name string) map[string]string {
 }
 
 // jobPods are the pods the job controls: those of its pod cache, whatever
-// their labels, and those of the other pods' cache (reconcile.Strays).
+// their labels, and those of the other pods' cache (reconcile.Strays). The
+// cached objects are read as they are, metadata only, not rebuilt into
+// pods.
 func (c *MPIJobController) jobPods(job *v2beta1.MPIJob) ([]metav1.Object, error) {
-	cached, err := c.podsOf(job.UID, labels.Everything())
+	cached, err := c.podIndexer.ByIndex(reconcile.ByControllerUID, string(job.UID))
 	pods := reconcile.Strays(c.strays, job.UID)
-	for _, p := range cached {
-		pods = append(pods, p)
+	for _, o := range cached {
+		if m, ok := o.(metav1.Object); ok {
+			pods = append(pods, m)
+		}
 	}
 	return pods, err
 }
