@@ -194,7 +194,7 @@ func (e *Engine) givingWay(key string) bool { return e.GiveWay != nil && e.GiveW
 // (then the files wait).
 func (e *Engine) writeFiles(ctx context.Context, job Job, plan elastic.Plan, h Hooks, out Outcome, rest podSteps) (Outcome, podSteps, error) {
 	key := job.Owner.Key()
-	changing := job.Seen.Changing || e.Pods.Expectations.Changing(key)
+	changing := e.Pods.Expectations.ChangingSince(job.Seen, key)
 	// A job whose last writes are not paid for yet (Pace) writes nothing
 	// that would change an object; what is as wanted counts as written.
 	wait := e.Pace.Wait(key, job.Now)

@@ -185,6 +185,13 @@ func (e *Expectations) SettledSince(seen Seen, key string) bool {
 	return seen.Settled && e.Satisfied(key)
 }
 
+// ChangingSince tells whether job key, as seen before a sync read its
+// pods, was changing or has begun to change since: by the sync's own
+// patches and deletions too.
+func (e *Expectations) ChangingSince(seen Seen, key string) bool {
+	return seen.Changing || e.Changing(key)
+}
+
 // Forget drops what is expected of a job, when it is gone.
 func (e *Expectations) Forget(key string) {
 	e.mu.Lock()

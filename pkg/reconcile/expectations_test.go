@@ -173,7 +173,8 @@ func TestObserveTellsTheLastChangeSettled(t *testing.T) {
 
 // TestSeenHoldsUntilTheNextRead: what Seen told before a sync read the pods
 // holds for that sync though the events come in meanwhile, and a write the
-// sync makes after the read unsettles it (SettledSince).
+// sync makes after the read unsettles it (SettledSince) or makes it
+// changing (ChangingSince).
 func TestSeenHoldsUntilTheNextRead(t *testing.T) {
 	e := NewExpectations(clocktesting.NewFakeClock(testNow))
 	e.ExpectCreate("ns/a", "a-worker-1")
@@ -184,15 +185,19 @@ func TestSeenHoldsUntilTheNextRead(t *testing.T) {
 	}
 	e.ObserveCreate("ns/a", "a-worker-1")
 	e.ObserveGone("ns/a", "uid-0")
-	if e.SettledSince(seen, "ns/a") {
-		t.Error("settled by events that came after the pods were read")
+	if e.SettledSince(seen, "ns/a") || !e.ChangingSince(seen, "ns/a") {
+		t.Error("settled, or done changing, by events that came after the pods were read")
 	}
 	seen = e.Seen("ns/a")
-	if seen != (Seen{Settled: true}) || !e.SettledSince(seen, "ns/a") {
+	if seen != (Seen{Settled: true}) || !e.SettledSince(seen, "ns/a") || e.ChangingSince(seen, "ns/a") {
 		t.Fatalf("seen %+v once every write was shown", seen)
 	}
 	e.ExpectCreate("ns/a", "a-worker-2")
 	if e.SettledSince(seen, "ns/a") {
 		t.Error("settled with a write of the sync's own pending")
+	}
+	e.ExpectChange("ns/a", "uid-1", ShowsDeletion)
+	if !e.ChangingSince(seen, "ns/a") {
+		t.Error("not changing with a deletion of the sync's own pending")
 	}
 }
