@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -280,8 +279,8 @@ func (c *MPIJobController) handlePodGone(obj any) {
 // the EndpointSlice controller copies the Service's labels, app=<job>
 // among them, to its slices.
 func (c *MPIJobController) handleSlice(obj any) {
-	s, ok := untombstone(obj).(*discoveryv1.EndpointSlice)
-	if !ok {
+	s := asPublished(untombstone(obj))
+	if s == nil {
 		return
 	}
 	if key, ok := c.jobKeyIfExists(s.Namespace, s.Labels[labelApp]); ok {

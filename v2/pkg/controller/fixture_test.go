@@ -176,7 +176,10 @@ func (f *fixture) refreshKube() {
 		for _, o := range items {
 			f.giveUID(o)
 			if m, _ := meta.Accessor(o); m.GetLabels()[labelApp] != "" {
-				objs = append(objs, o) // the informer selects by the label
+				// The informer selects by the label, and trims.
+				trimmed, err := trimChild(o)
+				must(f.t, err)
+				objs = append(objs, trimmed)
 			}
 		}
 		replace(f.t, informer, objs)

@@ -61,11 +61,10 @@ func TestTransforms(t *testing.T) {
 		},
 		Ports: []discoveryv1.EndpointPort{{Name: ptr("ssh")}},
 	}
-	wantSlice := &discoveryv1.EndpointSlice{
+	wantSlice := &publishedNames{
 		ObjectMeta: metav1.ObjectMeta{Name: "pi-x", Namespace: "ns", UID: "s", Labels: map[string]string{"app": "pi"},
 			OwnerReferences: []metav1.OwnerReference{svcRef}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Hostname: &host, TargetRef: &corev1.ObjectReference{Kind: "Pod", UID: "w0"}}},
+		Pods: []namedPod{{UID: "w0", Host: host}},
 	}
 	if out, _ := trimChild(slice); !cmp.Equal(out, wantSlice) {
 		t.Errorf("trimmed EndpointSlice: %s", cmp.Diff(wantSlice, out))

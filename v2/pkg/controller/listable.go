@@ -2,7 +2,6 @@ package controller
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
@@ -38,7 +37,7 @@ func (c *MPIJobController) resolvableWorkers(job *v2beta1.MPIJob, pods []*corev1
 			continue
 		}
 		for _, o := range objs {
-			if s, ok := o.(*discoveryv1.EndpointSlice); ok {
+			if s := asPublished(o); s != nil {
 				out.add(s)
 			}
 		}
@@ -46,12 +45,10 @@ func (c *MPIJobController) resolvableWorkers(job *v2beta1.MPIJob, pods []*corev1
 	return out
 }
 
-// add records the pods that the slice's endpoints name.
-func (r resolvable) add(s *discoveryv1.EndpointSlice) {
-	for _, ep := range s.Endpoints {
-		if namesPod(ep) {
-			r[ep.TargetRef.UID] = *ep.Hostname
-		}
+// add records the pods that the slice names.
+func (r resolvable) add(s *publishedNames) {
+	for _, p := range s.Pods {
+		r[p.UID] = p.Host
 	}
 }
 
