@@ -117,7 +117,7 @@ test-plugin: testbin build
 # against a ClusterQueue quota, with the v2 controller in-process, on a
 # control plane of its own per version (_output/kueue-<version>); about a
 # minute per version once built (the first build of each manager takes
-# 6 to 10 minutes).
+# 6 to 15 minutes, by the machine's load; v0.17.0 is 7 CPU-minutes).
 KUEUE_VERSIONS ?= v0.12.3 v0.17.0
 test-kueue: testbin kueue
 	@for v in $(KUEUE_VERSIONS); do \
