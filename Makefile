@@ -112,13 +112,18 @@ test-chaos: testbin build
 test-plugin: testbin build
 	$(GO) test -count=1 -timeout 15m ./test/plugin/...
 
-# Kueue's own manager (sigs.k8s.io/kueue v0.12.3, built by hack/kueue.sh)
-# admitting suspended elastic v2beta1 MPIJobs against a ClusterQueue quota,
-# with the v2 controller in-process, on a control plane of its own
-# (_output/kueue); about a minute once built (the first build of Kueue's
-# manager takes about 6 minutes).
+# Kueue's own manager (sigs.k8s.io/kueue, each version of KUEUE_VERSIONS,
+# built by hack/kueue.sh) admitting suspended elastic v2beta1 MPIJobs
+# against a ClusterQueue quota, with the v2 controller in-process, on a
+# control plane of its own per version (_output/kueue-<version>); about a
+# minute per version once built (the first build of each manager takes
+# 6 to 15 minutes, by the machine's load; v0.17.0 is 7 CPU-minutes).
+KUEUE_VERSIONS ?= v0.12.3 v0.17.0
 test-kueue: testbin kueue
-	cd v2 && $(GO) test -count=1 -timeout 15m ./test/kueue/...
+	@for v in $(KUEUE_VERSIONS); do \
+	  echo "test-kueue: Kueue $$v"; \
+	  (cd v2 && KUEUE_VERSION=$$v $(GO) test -count=1 -timeout 15m ./test/kueue/...) || exit 1; \
+	done
 
 # Debian's Open MPI runs mpirun through the operator's kubexec.sh, as the
 # launcher's ServiceAccount, into workers on kwok nodes that serve exec and
@@ -128,7 +133,7 @@ test-mpi: testbin build
 	$(GO) test -count=1 -timeout 10m ./test/mpi/...
 
 kueue: prereqs
-	hack/kueue.sh > /dev/null
+	@for v in $(KUEUE_VERSIONS); do KUEUE_VERSION=$$v hack/kueue.sh > /dev/null || exit 1; done
 
 # Upstream v0.8.0's operator, built once from the Go module proxy into
 # ~/.cache/mpi-operator/upstream-operator (about 3.5 minutes cold).

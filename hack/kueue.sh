@@ -12,7 +12,9 @@
 #   hack/kueue.sh --print-dir  only print the directory (builds nothing)
 #
 # Environment:
-#   KUEUE_VERSION          the sigs.k8s.io/kueue version [v0.12.3]
+#   KUEUE_VERSION          the sigs.k8s.io/kueue version [v0.12.3]; make
+#                          test-kueue runs each of KUEUE_VERSIONS
+#                          (v0.12.3 and v0.17.0), each in its own cache
 #   MPI_OPERATOR_KUEUE     cache directory
 #                          (default ~/.cache/mpi-operator/kueue/<version>)
 #
@@ -28,8 +30,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "${ROOT}/hack/lib/prereqs.sh"
 require_commands flock
 
-# v0.13 and later are not served by the module proxy here (403 for them);
-# v0.12.3 downloads and knows the kubeflow.org/mpijob integration.
+# Of the versions with the kubeflow.org/mpijob integration, the module
+# proxy here serves v0.12.3, v0.14.0, v0.15.0 and v0.17.0 (v0.13.x and
+# v0.16.0 answer 403). The layout of the module is the same in all of them.
 KUEUE_VERSION="${KUEUE_VERSION:-v0.12.3}"
 KUEUE_DIR="${MPI_OPERATOR_KUEUE:-${HOME}/.cache/mpi-operator/kueue/${KUEUE_VERSION}}"
 
@@ -56,8 +59,13 @@ build_manager() {
   # the proxy for the module's version list (its deprecation check), which
   # answers 403 for sigs.k8s.io/kueue. Kueue's go.mod has no replace
   # directives, so its own requirements select the same versions here.
+  # Its go line is Kueue's own (go 1.24.0 for v0.12.3, 1.25.0 for v0.17.0).
+  local gomod goversion
+  gomod="$(mod_json_field "sigs.k8s.io/kueue@${KUEUE_VERSION}" GoMod)"
+  goversion="$(sed -n 's/^go \([0-9.]*\)[[:space:]]*$/\1/p' "${gomod}" | head -n1)"
+  [[ -n "${goversion}" ]] || { log "no go line in ${gomod}"; exit 1; }
   mkdir -p "${moddir}"
-  printf 'module testbin/kueue\n\ngo 1.24.0\n\nrequire sigs.k8s.io/kueue %s\n' "${KUEUE_VERSION}" >"${moddir}/go.mod"
+  printf 'module testbin/kueue\n\ngo %s\n\nrequire sigs.k8s.io/kueue %s\n' "${goversion}" "${KUEUE_VERSION}" >"${moddir}/go.mod"
   (cd "${moddir}" && GOFLAGS="-mod=mod -buildvcs=false" nice -n 10 \
     go build -trimpath -ldflags="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION}" \
     -o "${WORK}/kueue.tmp" sigs.k8s.io/kueue/cmd/kueue)

@@ -66,6 +66,7 @@ func newLayer(entries []imagespec.Entry, mtime time.Time, createdBy string) (lay
 }
 
 // baseLayer is the layer of BaseEntries.
-func baseLayer(mtime time.Time, caBundle []byte) (layer, error) {
-	return newLayer(imagespec.BaseEntries(caBundle), mtime, "hack/images: /etc/passwd, /etc/group, CA certificates, /home/nonroot, /tmp")
+func baseLayer(mtime time.Time, caBundle, license []byte) (layer, error) {
+	return newLayer(imagespec.BaseEntries(caBundle, license), mtime,
+		"hack/images: /etc/passwd, /etc/group, CA certificates, /home/nonroot, /licenses/LICENSE, /tmp")
 }

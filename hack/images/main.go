@@ -101,6 +101,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("CA bundle (Debian's ca-certificates): %w", err)
 	}
+	license, err := os.ReadFile(filepath.Join(o.root, "LICENSE"))
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
@@ -114,7 +118,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer func() { _ = os.RemoveAll(work) }()
 
-	base, err := baseLayer(o.created, ca)
+	base, err := baseLayer(o.created, ca, license)
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,17 @@ type krewPlatform struct {
 	} `json:"selector"`
 	URI    string `json:"uri"`
 	SHA256 string `json:"sha256"`
-	Bin    string `json:"bin"`
+	// Files are what krew installs of the archive: the binary and the
+	// license, both at the archive's root.
+	Files []krewFile `json:"files"`
+	Bin   string     `json:"bin"`
+}
+
+// krewFile is a file or glob of the archive (From) and where krew installs
+// it, relative to the plugin's directory (To).
+type krewFile struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 const krewDescription = `Submits, lists, watches, scales and deletes elastic MPIJobs
@@ -66,6 +76,7 @@ func krewManifest(o options, archives [][]byte) ([]byte, error) {
 		kp := krewPlatform{
 			URI:    strings.TrimSuffix(o.downloadURL, "/") + "/" + pluginArchive(o.version, p),
 			SHA256: hex.EncodeToString(sum[:]),
+			Files:  []krewFile{{From: pluginBinary, To: "."}, {From: licenseFile, To: "."}},
 			Bin:    pluginBinary,
 		}
 		kp.Selector.MatchLabels = map[string]string{"os": p.OS, "arch": p.Arch}

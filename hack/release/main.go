@@ -6,10 +6,10 @@
 //	                                the digest hack/images computed
 //	kubectl-mpijob_<version>_<os>_<arch>.tar.gz
 //	                                the kubectl plugin for linux and darwin,
-//	                                amd64 and arm64
+//	                                amd64 and arm64, with LICENSE
 //	mpijob.yaml                     a krew manifest of those archives
 //	mpijob-<v>-py3-none-any.whl,    the Python SDK (sdk/python), built with
-//	mpijob-<v>.tar.gz               Debian's setuptools and wheel
+//	mpijob-<v>.tar.gz               Debian's setuptools and wheel, LICENSE in both
 //	checksums.txt                   sha256sum's lines for all of the above
 //
 // Everything is reproducible: the same commit, toolchains and

@@ -15,6 +15,11 @@ import (
 // this name, and krew links it by it.
 const pluginBinary = "kubectl-mpijob"
 
+// licenseFile is the project's license, at the root of the repository and
+// of every plugin archive (krew's index wants it installed with the
+// plugin).
+const licenseFile = "LICENSE"
+
 // platform is one os/arch the plugin is built for.
 type platform struct{ OS, Arch string }
 
@@ -33,9 +38,13 @@ func pluginArchive(version string, p platform) string {
 }
 
 // writePlugin builds the plugin for every platform, archives each build
-// with the binary alone at its root, and writes the krew manifest of the
-// archives.
+// with the binary and the license at its root, and writes the krew
+// manifest of the archives.
 func writePlugin(ctx context.Context, o options) error {
+	license, err := os.ReadFile(filepath.Join(o.root, licenseFile))
+	if err != nil {
+		return err
+	}
 	work, err := os.MkdirTemp("", "release-plugin-")
 	if err != nil {
 		return err
@@ -43,7 +52,7 @@ func writePlugin(ctx context.Context, o options) error {
 	defer func() { _ = os.RemoveAll(work) }()
 	archives := make([][]byte, 0, len(pluginPlatforms))
 	for _, p := range pluginPlatforms {
-		archive, err := pluginArchiveFor(ctx, o, p, work)
+		archive, err := pluginArchiveFor(ctx, o, p, work, license)
 		if err != nil {
 			return err
 		}
@@ -60,8 +69,8 @@ func writePlugin(ctx context.Context, o options) error {
 }
 
 // pluginArchiveFor builds the plugin for p in work and returns its
-// archive.
-func pluginArchiveFor(ctx context.Context, o options, p platform, work string) ([]byte, error) {
+// archive, the license beside the binary.
+func pluginArchiveFor(ctx context.Context, o options, p platform, work string, license []byte) ([]byte, error) {
 	bin := filepath.Join(work, p.OS+"-"+p.Arch, pluginBinary)
 	err := gobuild.Build(ctx, gobuild.Target{Dir: o.root, Package: "./cmd/kubectl-mpijob", OS: p.OS, Arch: p.Arch, Out: bin},
 		gobuild.Stamp{Version: o.version, Commit: o.commit})
@@ -73,6 +82,9 @@ func pluginArchiveFor(ctx context.Context, o options, p platform, work string) (
 		return nil, err
 	}
 	var buf bytes.Buffer
-	err = reprotar.Write(&buf, []reprotar.File{{Name: pluginBinary, Executable: true, Data: data}}, o.created)
+	err = reprotar.Write(&buf, []reprotar.File{
+		{Name: pluginBinary, Executable: true, Data: data},
+		{Name: licenseFile, Data: license},
+	}, o.created)
 	return buf.Bytes(), err
 }

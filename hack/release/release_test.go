@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,6 +109,10 @@ func TestKrewManifest(t *testing.T) {
 	}
 	if darwinArm.Selector.MatchLabels["os"] != "darwin" || darwinArm.Selector.MatchLabels["arch"] != "arm64" || darwinArm.Bin != "kubectl-mpijob" {
 		t.Errorf("platform %+v", darwinArm)
+	}
+	// krew's index wants the license installed with the plugin.
+	if want := []krewFile{{"kubectl-mpijob", "."}, {"LICENSE", "."}}; !slices.Equal(darwinArm.Files, want) {
+		t.Errorf("files %+v, want %+v", darwinArm.Files, want)
 	}
 }
 

@@ -2,8 +2,10 @@ package plugin
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,15 +19,21 @@ import (
 var goldenDir = filepath.Join("..", "jobdefaults", "testdata")
 
 // goldenRequest is a <case>.request.json: what a user asks for, in the
-// words both builders take.
+// words both builders take. Env is a list: its order is the containers'.
 type goldenRequest struct {
-	Name       string   `json:"name"`
-	Image      string   `json:"image"`
-	Workers    int32    `json:"workers"`
-	MinWorkers int32    `json:"minWorkers"`
-	MaxWorkers int32    `json:"maxWorkers"`
-	GPUs       int64    `json:"gpus"`
-	Command    []string `json:"command"`
+	Name        string            `json:"name"`
+	Image       string            `json:"image"`
+	Workers     int32             `json:"workers"`
+	MinWorkers  int32             `json:"minWorkers"`
+	MaxWorkers  int32             `json:"maxWorkers"`
+	GPUs        int64             `json:"gpus"`
+	Command     []string          `json:"command"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	Env         []struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"env"`
 }
 
 // TestBuildMatchesGoldenJobs: submit builds of each request the golden job
@@ -63,8 +71,24 @@ func readGoldenRequest(t *testing.T, path string) JobRequest {
 	if err := json.Unmarshal(data, &g); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	// As the flags give them: --env in order, --label and --annotation
+	// in any (here sorted).
+	var pod PodOptions
+	for _, e := range g.Env {
+		pod.Env = append(pod.Env, e.Name+"="+e.Value)
+	}
+	pod.Labels, pod.Annotations = flagItems(g.Labels), flagItems(g.Annotations)
 	return JobRequest{Name: g.Name, Image: g.Image, Workers: g.Workers, MinWorkers: g.MinWorkers,
-		MaxWorkers: g.MaxWorkers, GPUs: g.GPUs, Command: g.Command}
+		MaxWorkers: g.MaxWorkers, GPUs: g.GPUs, Command: g.Command, PodOptions: pod}
+}
+
+// flagItems are a map's KEY=VALUE items, sorted by key.
+func flagItems(m map[string]string) []string {
+	var items []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		items = append(items, k+"="+m[k])
+	}
+	return items
 }
 
 // readGolden reads a golden job as pruned JSON.

@@ -141,6 +141,7 @@ func checkFiles(t *testing.T, spec imagespec.Spec, p v1.Platform, files map[stri
 	for path, want := range map[string]string{
 		"etc/passwd": imagespec.Passwd, "etc/group": imagespec.Group,
 		"etc/ssl/certs/ca-certificates.crt": string(b.caBundle),
+		imagespec.LicensePath:               string(b.license),
 	} {
 		if string(files[path]) != want {
 			t.Errorf("%s: /%s differs from what the build was given", p, path)

@@ -35,7 +35,9 @@ type build struct {
 	commit     string
 	created    time.Time
 	caBundle   []byte
-	platforms  []v1.Platform
+	// license is the repository's LICENSE, which every image carries.
+	license   []byte
+	platforms []v1.Platform
 }
 
 var b build
@@ -88,7 +90,14 @@ func loadBuild() (build, error) {
 	if bundle == "" {
 		bundle = "/etc/ssl/certs/ca-certificates.crt"
 	}
-	out.caBundle, err = os.ReadFile(bundle)
+	if out.caBundle, err = os.ReadFile(bundle); err != nil {
+		return out, err
+	}
+	root, err := git("rev-parse", "--show-toplevel")
+	if err != nil {
+		return out, err
+	}
+	out.license, err = os.ReadFile(filepath.Join(root, "LICENSE"))
 	return out, err
 }
 
@@ -199,7 +208,7 @@ type layerFile struct {
 // platform's kubectl if the image has one, and the binary (its size from
 // the archive: the build decides it).
 func wantLayers(spec imagespec.Spec, binarySizes map[string]int64) [][]layerFile {
-	out := [][]layerFile{entriesFiles(imagespec.BaseEntries(b.caBundle), nil)}
+	out := [][]layerFile{entriesFiles(imagespec.BaseEntries(b.caBundle, b.license), nil)}
 	if spec.Kubectl {
 		out = append(out, entriesFiles(imagespec.ExecutableEntries(imagespec.KubectlPath, nil), binarySizes))
 	}

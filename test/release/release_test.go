@@ -2,6 +2,7 @@ package release
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"compress/gzip"
@@ -9,10 +10,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,7 +68,8 @@ func TestReproducible(t *testing.T) {
 }
 
 // TestKrewManifest checks the krew manifest against the archives, and
-// what the archives hold: the plugin alone, stamped with the version.
+// what the archives hold: the plugin, stamped with the version, and the
+// license, which krew installs beside it.
 func TestKrewManifest(t *testing.T) {
 	var m struct {
 		APIVersion string `json:"apiVersion"`
@@ -80,6 +84,7 @@ func TestKrewManifest(t *testing.T) {
 				Selector struct{ MatchLabels map[string]string } `json:"selector"`
 				URI      string                                  `json:"uri"`
 				SHA256   string                                  `json:"sha256"`
+				Files    []struct{ From, To string }             `json:"files"`
 				Bin      string                                  `json:"bin"`
 			}
 		}
@@ -107,24 +112,40 @@ func TestKrewManifest(t *testing.T) {
 		if p.Bin != "kubectl-mpijob" {
 			t.Errorf("%s/%s: bin %q", osName, arch, p.Bin)
 		}
+		want := []struct{ From, To string }{{"kubectl-mpijob", "."}, {"LICENSE", "."}}
+		if !slices.Equal(p.Files, want) {
+			t.Errorf("%s/%s: files %+v, want %+v (krew's index wants the license installed)", osName, arch, p.Files, want)
+		}
+		checkPluginArchive(t, file, osName == runtime.GOOS && arch == runtime.GOARCH)
 	}
 	slices.Sort(platforms)
 	if want := []string{"darwin/amd64", "darwin/arm64", "linux/amd64", "linux/arm64"}; !slices.Equal(platforms, want) {
 		t.Errorf("platforms %v, want %v", platforms, want)
 	}
-	checkPluginArchive(t, "kubectl-mpijob_"+version+"_linux_amd64.tar.gz")
 }
 
-// checkPluginArchive checks that the archive holds the plugin alone, as
-// reprotar writes it, and runs it: a build of this machine's platform.
-func checkPluginArchive(t *testing.T, file string) {
+// checkPluginArchive checks that the archive holds the repository's
+// LICENSE (0644) and the plugin (0755), in that order, as reprotar writes
+// them, and, for a build of this machine's platform (native), runs the
+// plugin.
+func checkPluginArchive(t *testing.T, file string, native bool) {
 	t.Helper()
 	entries := tarEntries(t, readFile(t, env.pushed, file))
-	if len(entries) != 1 || entries[0].hdr.Name != "kubectl-mpijob" || entries[0].hdr.Mode != 0o755 {
-		t.Fatalf("%s: want kubectl-mpijob alone, mode 0755; got %v", file, entries)
+	var got []string
+	for _, e := range entries {
+		got = append(got, fmt.Sprintf("%s %o", e.hdr.Name, e.hdr.Mode))
+	}
+	if want := []string{"LICENSE 644", "kubectl-mpijob 755"}; !slices.Equal(got, want) {
+		t.Fatalf("%s holds %v, want %v", file, got, want)
+	}
+	if !bytes.Equal(entries[0].data, readFile(t, env.Root, "LICENSE")) {
+		t.Errorf("%s: its LICENSE is not the repository's", file)
+	}
+	if !native {
+		return
 	}
 	bin := filepath.Join(t.TempDir(), "kubectl-mpijob")
-	if err := os.WriteFile(bin, entries[0].data, 0o755); err != nil {
+	if err := os.WriteFile(bin, entries[1].data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(bin, "version", "--client").CombinedOutput()
@@ -133,16 +154,26 @@ func checkPluginArchive(t *testing.T, file string) {
 	}
 }
 
-// TestSDK checks that the sdist is normalised and that the wheel installs
-// with pip, offline, and imports.
+// TestSDK checks that the sdist is normalised, that it and the wheel hold
+// the repository's LICENSE, and that the wheel installs with pip, offline,
+// and imports.
 func TestSDK(t *testing.T) {
 	epoch := sourceDateEpoch(t)
+	license := readFile(t, env.Root, "LICENSE")
+	sdistLicense := false
 	for _, e := range tarEntries(t, readFile(t, env.pushed, "mpijob-0.9.0.tar.gz")) {
 		h := e.hdr
 		if h.Uid != 0 || h.Gid != 0 || h.Uname != "" || h.Gname != "" || !h.ModTime.Equal(epoch) {
 			t.Errorf("sdist entry %s: uid %d gid %d %q %q, time %v; want root's, at %v", h.Name, h.Uid, h.Gid, h.Uname, h.Gname, h.ModTime, epoch)
 		}
+		if h.Name == "mpijob-0.9.0/LICENSE" {
+			sdistLicense = h.Typeflag == tar.TypeReg && bytes.Equal(e.data, license)
+		}
 	}
+	if !sdistLicense {
+		t.Errorf("the sdist holds no mpijob-0.9.0/LICENSE of the repository's text")
+	}
+	checkWheelLicense(t, filepath.Join(env.pushed, "mpijob-0.9.0-py3-none-any.whl"), license)
 	venv := filepath.Join(t.TempDir(), "venv")
 	run(t, "/usr/bin/python3", "-m", "venv", "--system-site-packages", venv)
 	run(t, filepath.Join(venv, "bin", "pip"), "install", "--quiet", "--no-index", "--no-deps",
@@ -151,6 +182,36 @@ func TestSDK(t *testing.T) {
 		"import importlib.metadata, mpijob; print(importlib.metadata.version('mpijob'), mpijob.__file__)")
 	if !strings.HasPrefix(out, "0.9.0 "+venv) {
 		t.Errorf("the installed SDK: %s", out)
+	}
+}
+
+// checkWheelLicense checks that the wheel holds the license in its
+// .dist-info, and that its METADATA names it.
+func checkWheelLicense(t *testing.T, wheel string, license []byte) {
+	t.Helper()
+	zr, err := zip.OpenReader(wheel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = zr.Close() }()
+	read := func(name string) []byte {
+		f, err := zr.Open(name)
+		if err != nil {
+			t.Errorf("%s: %v", filepath.Base(wheel), err)
+			return nil
+		}
+		defer func() { _ = f.Close() }()
+		data, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	if data := read("mpijob-0.9.0.dist-info/LICENSE"); data != nil && !bytes.Equal(data, license) {
+		t.Errorf("the wheel's LICENSE is not the repository's")
+	}
+	if meta := read("mpijob-0.9.0.dist-info/METADATA"); meta != nil && !bytes.Contains(meta, []byte("\nLicense-File: LICENSE\n")) {
+		t.Errorf("the wheel's METADATA names no License-File: LICENSE:\n%s", meta)
 	}
 }
 

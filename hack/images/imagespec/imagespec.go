@@ -157,9 +157,15 @@ var (
 	Group  = fmt.Sprintf("root:x:0:\nnonroot:x:%d:\n", NonRootID)
 )
 
+// LicensePath is where every image carries the project's LICENSE (the
+// Apache License 2.0 of its org.opencontainers.image.licenses label),
+// relative to the root.
+const LicensePath = "licenses/LICENSE"
+
 // BaseEntries are the first layer of every image: the users, the CA
-// certificates for TLS, the non-root user's home and a /tmp.
-func BaseEntries(caBundle []byte) []Entry {
+// certificates for TLS, the non-root user's home, the project's license
+// and a /tmp.
+func BaseEntries(caBundle, license []byte) []Entry {
 	return []Entry{
 		{Path: "etc", Mode: 0o755, Dir: true},
 		{Path: "etc/group", Mode: 0o644, Data: []byte(Group)},
@@ -169,6 +175,8 @@ func BaseEntries(caBundle []byte) []Entry {
 		{Path: "etc/ssl/certs/ca-certificates.crt", Mode: 0o644, Data: caBundle},
 		{Path: "home", Mode: 0o755, Dir: true},
 		{Path: "home/nonroot", Mode: 0o700, UID: NonRootID, Dir: true},
+		{Path: path.Dir(LicensePath), Mode: 0o755, Dir: true},
+		{Path: LicensePath, Mode: 0o644, Data: license},
 		{Path: "tmp", Mode: 0o1777, Dir: true},
 	}
 }

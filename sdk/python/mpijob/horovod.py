@@ -71,6 +71,7 @@ def elastic_horovod_job(
     version: str = "v1",
     blacklist_cooldown: Optional[Sequence[int]] = job_defaults.BLACKLIST_COOLDOWN,
     worker_command: Optional[Sequence[str]] = None,
+    annotations: Optional[Dict[str, str]] = None,
 ):
     """Builds (does not create) an elastic Horovod MPIJob, the job that
     ``kubectl mpijob submit`` builds of the same request.
@@ -89,11 +90,15 @@ def elastic_horovod_job(
         resources: limits and requests of each worker container, e.g.
             ``{"cpu": 4, "memory": "16Gi"}``.
         launcher_resources: the same for the launcher container.
-        namespace, labels: the job's metadata.
+        namespace: the job's namespace.
+        labels, annotations: on the job and on the pod templates of the
+            launcher and the workers alike, so that the pods carry them
+            too (for label selectors, and tools that count a team's pods).
         drain_seconds: how long a removed worker stays out of the
             discovery script before its pod goes; by default 30, the
             operator's default.
-        env: environment of every container, in the order of its names.
+        env: environment of every container, in the order given (a
+            variable may refer to one before it as ``$(NAME)``).
         version: ``v1`` or ``v2beta1``.
         blacklist_cooldown: horovodrun's --blacklist-cooldown-range; None
             leaves it out.
@@ -136,29 +141,32 @@ def elastic_horovod_job(
         drain_seconds=job_defaults.DRAIN_SECONDS if drain_seconds is None else drain_seconds,
     )
 
-    env_vars = [k8s.V1EnvVar(name=k, value=v) for k, v in sorted((env or {}).items())] or None
+    def env_vars():  # each container its own list
+        return [k8s.V1EnvVar(name=k, value=v) for k, v in (env or {}).items()] or None
+
     launcher = k8s.V1Container(
         name=job_defaults.LAUNCHER_CONTAINER,
         image=image,
         command=horovodrun_command(command, initial_workers, min_workers, max_workers, slots, version, blacklist_cooldown),
-        env=env_vars,
+        env=env_vars(),
         resources=_requirements(launcher_resources),
     )
-    worker = k8s.V1Container(name=job_defaults.WORKER_CONTAINER, image=image, env=env_vars, resources=_requirements(resources, gpus_per_worker))
+    worker = k8s.V1Container(name=job_defaults.WORKER_CONTAINER, image=image, env=env_vars(), resources=_requirements(resources, gpus_per_worker))
     _set_worker_command(worker, version, worker_command)
     spec = cls["MPIJobSpec"](
         slots_per_worker=slots,
         elastic_policy=policy,
         mpi_replica_specs=cls["MPIReplicaSpecs"](
-            launcher=cls["ReplicaSpec"](replicas=1, template=_template(launcher)),
-            worker=cls["ReplicaSpec"](replicas=initial_workers, template=_template(worker)),
+            launcher=cls["ReplicaSpec"](replicas=1, template=_template(launcher, labels, annotations)),
+            worker=cls["ReplicaSpec"](replicas=initial_workers, template=_template(worker, labels, annotations)),
         ),
     )
     if version == "v1":
         spec.clean_pod_policy = job_defaults.CLEAN_POD_POLICY
     else:
         spec.run_policy = cls["RunPolicy"](clean_pod_policy=job_defaults.CLEAN_POD_POLICY)
-    job = cls["MPIJob"](api_version=m.API_VERSION, kind=m.KIND, metadata=k8s.V1ObjectMeta(name=name, namespace=namespace, labels=labels), spec=spec)
+    meta = k8s.V1ObjectMeta(name=name, namespace=namespace, labels=_copy(labels), annotations=_copy(annotations))
+    job = cls["MPIJob"](api_version=m.API_VERSION, kind=m.KIND, metadata=meta, spec=spec)
     check_replicas(job, initial_workers, m.VALIDATION_MESSAGES)
     return job
 
@@ -173,8 +181,18 @@ def _set_worker_command(worker: k8s.V1Container, version: str, worker_command: O
         worker.args = list(job_defaults.V2BETA1_WORKER_ARGS)
 
 
-def _template(container: k8s.V1Container) -> k8s.V1PodTemplateSpec:
-    return k8s.V1PodTemplateSpec(spec=k8s.V1PodSpec(containers=[container]))
+def _template(container: k8s.V1Container, labels: Optional[Dict[str, str]], annotations: Optional[Dict[str, str]]) -> k8s.V1PodTemplateSpec:
+    """A pod template of the container, with its own copy of the labels
+    and annotations (none for empty ones)."""
+    meta = None
+    if labels or annotations:
+        meta = k8s.V1ObjectMeta(labels=_copy(labels), annotations=_copy(annotations))
+    return k8s.V1PodTemplateSpec(metadata=meta, spec=k8s.V1PodSpec(containers=[container]))
+
+
+def _copy(values: Optional[Dict[str, str]]) -> Optional[Dict[str, str]]:
+    """A copy of a map of strings; None for an empty one."""
+    return dict(values) if values else None
 
 
 def _requirements(amounts: Optional[Dict[str, Union[str, int]]], gpus: int = 0) -> Optional[k8s.V1ResourceRequirements]:

@@ -35,7 +35,9 @@ const (
 	labelJobRole = "training.kubeflow.org/job-role"
 )
 
-var workloads = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloads"}
+// workloads is Kueue's Workload resource, in suite.kueueAPI (set up by
+// TestMain's set-up).
+var workloads = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Resource: "workloads"}
 
 // TestKueueAdmitsElasticJobsAgainstQuota: of two suspended elastic
 // MPIJobs in one LocalQueue whose ClusterQueue has room for one, Kueue
@@ -75,9 +77,9 @@ func TestKueueAdmitsElasticJobsAgainstQuota(t *testing.T) {
 	checkRunning(t, second, 2)
 	t.Logf("%s admitted and running once %s finished", second.Name, first.Name)
 
-	// A resize of an admitted job: Kueue v0.12 sizes a Workload once, so it
-	// stops the job, replaces its Workload with one of the new size and
-	// admits that; the job runs again with one worker.
+	// A resize of an admitted job: Kueue (v0.12.3 as v0.17.0) sizes a
+	// Workload once, so it stops the job, replaces its Workload with one of
+	// the new size and admits that; the job runs again with one worker.
 	scaleWorkers(t, second, 1)
 	resizedWL, _ := waitWorkload(t, second, secondUID)
 	waitAdmitted(t, second, resizedWL)
@@ -146,7 +148,7 @@ func checkEvicted(t *testing.T, job *v2beta1.MPIJob, workload string) {
 func createQueues(t *testing.T, ns string) string {
 	t.Helper()
 	name := ns // unique per run: the flavor and the ClusterQueue are cluster-wide
-	manifest := fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta1
+	manifest := fmt.Sprintf(`apiVersion: kueue.x-k8s.io/%[6]s
 kind: ResourceFlavor
 metadata:
   name: %[1]s
@@ -154,7 +156,7 @@ spec:
   nodeLabels:
     %[3]s: %[4]s
 ---
-apiVersion: kueue.x-k8s.io/v1beta1
+apiVersion: kueue.x-k8s.io/%[6]s
 kind: ClusterQueue
 metadata:
   name: %[1]s
@@ -169,14 +171,14 @@ spec:
       - name: cpu
         nominalQuota: %[5]d
 ---
-apiVersion: kueue.x-k8s.io/v1beta1
+apiVersion: kueue.x-k8s.io/%[6]s
 kind: LocalQueue
 metadata:
   name: %[1]s
   namespace: %[2]s
 spec:
   clusterQueue: %[1]s
-`, name, ns, flavorLabelKey, flavorLabelValue, quotaCPU)
+`, name, ns, flavorLabelKey, flavorLabelValue, quotaCPU, suite.kueueAPI)
 	cmd := suite.KubectlCmd(context.Background(), "apply", "-f", "-")
 	cmd.Stdin = strings.NewReader(manifest)
 	if out, err := cmd.CombinedOutput(); err != nil {

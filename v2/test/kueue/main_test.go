@@ -1,8 +1,10 @@
-// Package kueue runs Kueue's own manager (sigs.k8s.io/kueue v0.12.3, built
-// by hack/kueue.sh) and the v2 controller against the local control plane
-// of hack/cluster-up.sh, and checks that Kueue admits suspended elastic
-// v2beta1 MPIJobs against a ClusterQueue's quota, one at a time, and that
-// a job whose launcher retries stays PodsReady.
+// Package kueue runs Kueue's own manager (sigs.k8s.io/kueue, the version
+// KUEUE_VERSION names, built by hack/kueue.sh) and the v2 controller
+// against the local control plane of hack/cluster-up.sh, and checks that
+// Kueue admits suspended elastic v2beta1 MPIJobs against a ClusterQueue's
+// quota, one at a time, and that a job whose launcher retries stays
+// PodsReady. `make test-kueue` runs it once for each version of
+// KUEUE_VERSIONS, each on a control plane of its own.
 //
 // Kueue's webhooks are not installed: the API server never calls them. The
 // tests create their jobs as Kueue's webhook would leave them, suspended
@@ -10,10 +12,15 @@
 // (Workloads, admission, the nodeSelector of the ResourceFlavor, resuming
 // the job, releasing the quota when it finishes) is Kueue's manager.
 //
-// Kueue v0.12.3 reads its metrics certificate from the fixed path
-// /etc/kueue/metrics/certs when its internal certificate management is
-// off. The manager therefore runs in a user and mount namespace of its own
-// (unshare) where an overlay over /etc adds that directory; the machine's
+// Kueue's API differs between the versions: the suite speaks the
+// kueue.x-k8s.io version the installed CRDs prefer (v1beta1 for v0.12.3,
+// v1beta2 for v0.17.0) and writes the manager's Configuration in the
+// config.kueue.x-k8s.io version of the same name.
+//
+// Kueue (v0.12.3 as v0.17.0) reads its metrics certificate from the fixed
+// path /etc/kueue/metrics/certs when its internal certificate management
+// is off. The manager therefore runs in a user and mount namespace of its
+// own (unshare) where an overlay over /etc adds that directory; the machine's
 // /etc is not touched.
 package kueue
 
@@ -45,7 +52,22 @@ var suite struct {
 	mpi clientset.Interface // kubeflow.org/v2beta1
 	// kueue is Kueue's manager; its log is named in failures.
 	kueue *harness.Operator
+	// kueueAPI is the kueue.x-k8s.io version the tests create and read
+	// Kueue's objects in: the one its CRDs prefer.
+	kueueAPI string
 }
+
+// kueueVersion is the sigs.k8s.io/kueue version under test; hack/kueue.sh
+// reads the same variable.
+func kueueVersion() string {
+	if v := os.Getenv("KUEUE_VERSION"); v != "" {
+		return v
+	}
+	return defaultKueueVersion
+}
+
+// defaultKueueVersion is hack/kueue.sh's default.
+const defaultKueueVersion = "v0.12.3"
 
 // poll is how the tests wait: every 200 ms, and not past the exit of
 // Kueue's manager.
@@ -59,7 +81,7 @@ var poll = harness.Poller{Every: 200 * time.Millisecond, Abort: func() string {
 // Job pods stay Running until a test ends them: kwok's pod-complete stage
 // would otherwise finish every launcher at once.
 func TestMain(m *testing.M) {
-	harness.Suite{Name: "kueue", Settings: []string{"KWOK_NODES=2", "KWOK_JOB_PODS_COMPLETE=false"}, QPS: 100, SetUp: setUp}.Run(m)
+	harness.Suite{Name: "kueue-" + kueueVersion(), Settings: []string{"KWOK_NODES=2", "KWOK_JOB_PODS_COMPLETE=false"}, QPS: 100, SetUp: setUp}.Run(m)
 }
 
 // setUp builds Kueue's manager, installs the CRDs, and starts the MPIJob
@@ -82,6 +104,11 @@ func setUp(c *harness.Cluster) (func(), error) {
 	if err := c.ApplyCRDs(ctx, false, crds...); err != nil {
 		return cancel, err
 	}
+	if suite.kueueAPI, err = preferredVersion(c.Kube, "kueue.x-k8s.io"); err != nil {
+		return cancel, err
+	}
+	workloads.Version = suite.kueueAPI
+	fmt.Fprintf(os.Stderr, "kueue: Kueue %s, API kueue.x-k8s.io/%s\n", kueueVersion(), suite.kueueAPI)
 	// Kueue's default namespace; its manager looks for nothing else there
 	// with internal certificate management off, but keep it as deployed.
 	if err := c.EnsureNamespace(ctx, "kueue-system"); err != nil {
@@ -91,11 +118,26 @@ func setUp(c *harness.Cluster) (func(), error) {
 	if err != nil {
 		return cancel, err
 	}
-	manager, err := startKueue(filepath.Join(kueueDir, "bin", "kueue"), filepath.Join(c.Dir, "kueue-manager"), c.Kubeconfig)
+	manager, err := startKueue(filepath.Join(kueueDir, "bin", "kueue"), filepath.Join(c.Dir, "kueue-manager"), c.Kubeconfig,
+		suite.kueueAPI)
 	if err != nil {
 		return func() { stopController(); cancel() }, err
 	}
 	return func() { manager.Terminate(20 * time.Second); stopController(); cancel() }, nil
+}
+
+// preferredVersion is the version the API server prefers of an API group.
+func preferredVersion(kube kubernetes.Interface, group string) (string, error) {
+	groups, err := kube.Discovery().ServerGroups()
+	if err != nil {
+		return "", err
+	}
+	for _, g := range groups.Groups {
+		if g.Name == group {
+			return g.PreferredVersion.Version, nil
+		}
+	}
+	return "", fmt.Errorf("the API server serves no %s", group)
 }
 
 // buildKueue runs hack/kueue.sh (which builds nothing once the manager is
@@ -143,8 +185,8 @@ func runController(ctx context.Context, dir string, kube kubernetes.Interface, m
 }
 
 // startKueue starts Kueue's manager with its state in dir and waits until
-// it is ready.
-func startKueue(bin, dir, kubeconfig string) (*harness.Operator, error) {
+// it is ready; its Configuration is written in config.kueue.x-k8s.io/api.
+func startKueue(bin, dir, kubeconfig, api string) (*harness.Operator, error) {
 	ports, err := harness.FreePorts(3) // health, metrics, webhook
 	if err != nil {
 		return nil, err
@@ -178,7 +220,7 @@ func startKueue(bin, dir, kubeconfig string) (*harness.Operator, error) {
 		}
 	}
 	configPath := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(configPath, []byte(kueueConfig(certs, ports)), 0o644); err != nil {
+	if err := os.WriteFile(configPath, []byte(kueueConfig(api, certs, ports)), 0o644); err != nil {
 		return nil, err
 	}
 	// unshare execs sh, which execs the manager: one process, whose PID
@@ -204,15 +246,20 @@ func startKueue(bin, dir, kubeconfig string) (*harness.Operator, error) {
 	return k, nil
 }
 
-// kueueConfig is the manager's Configuration (config.kueue.x-k8s.io): the
-// MPIJob integration only, no leader election, no certificate management,
-// every server on the loopback, no visibility API server, and
-// waitForPodsReady on (with its default blockAdmission: no other job is
-// admitted while an admitted one is not PodsReady), so that a Workload's
-// PodsReady condition, which Kueue derives from the MPIJob's Running
-// condition, is kept.
-func kueueConfig(certDir string, ports []int) string {
-	return fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta1
+// kueueConfig is the manager's Configuration in config.kueue.x-k8s.io/api:
+// the MPIJob integration only, no leader election, no certificate
+// management, every server on the loopback, no visibility API server, and
+// waitForPodsReady on with blockAdmission (no other job is admitted while
+// an admitted one is not PodsReady; v1beta1's default, which v1beta2 turned
+// off), so that a Workload's PodsReady condition, which Kueue derives from
+// the MPIJob's Running condition, is kept. v1beta2 has no
+// waitForPodsReady.enable: the section's presence turns it on.
+func kueueConfig(api, certDir string, ports []int) string {
+	enable := ""
+	if api == "v1beta1" {
+		enable = "\n  enable: true"
+	}
+	return fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/%s
 kind: Configuration
 namespace: kueue-system
 health:
@@ -230,14 +277,14 @@ internalCertManagement:
 clientConnection:
   qps: 50
   burst: 100
-waitForPodsReady:
-  enable: true
+waitForPodsReady:%s
   timeout: 5m
+  blockAdmission: true
 integrations:
   frameworks:
   - kubeflow.org/mpijob
 featureGates:
   # Its API server wants the in-cluster configuration, or exits.
   VisibilityOnDemand: false
-`, ports[0], ports[1], ports[2], certDir)
+`, api, ports[0], ports[1], ports[2], certDir, enable)
 }

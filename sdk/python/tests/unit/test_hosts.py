@@ -146,6 +146,7 @@ def test_elastic_horovod_job_v1():
                 "Launcher": {
                     "replicas": 1,
                     "template": {
+                        "metadata": {"labels": {"team": "a"}},  # the pods carry the job's labels
                         "spec": {
                             "containers": [
                                 {
@@ -165,6 +166,7 @@ def test_elastic_horovod_job_v1():
                 "Worker": {
                     "replicas": 2,
                     "template": {
+                        "metadata": {"labels": {"team": "a"}},
                         "spec": {
                             "containers": [
                                 {

@@ -39,6 +39,10 @@ def test_builds_the_golden_job(request_file, version):
         min_workers=request.get("minWorkers"),
         max_workers=request.get("maxWorkers"),
         gpus_per_worker=request.get("gpus", 0),
+        labels=request.get("labels"),
+        annotations=request.get("annotations"),
+        # a list in the request, since its order is the containers'
+        env={e["name"]: e["value"] for e in request.get("env", [])},
         version=version,
     )
     golden = request_file.with_name(request_file.name.replace("request.json", version + ".yaml"))
