@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/kubeflow/mpi-operator/pkg/version.Version=$(VERSION) \
            -X github.com/kubeflow/mpi-operator/pkg/version.GitCommit=$(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: all build generate verify verify-gofmt verify-vet verify-codegen verify-tidy lint \
-        test test-unit fuzz test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi test-plugin testbin kueue upstream-operator prereqs \
+        test test-unit fuzz test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi test-plugin test-compat testbin kueue upstream-operator prereqs \
         images test-images release test-release \
         cluster-up cluster-down \
         local-up local-down demo demo-v2 bench bench-v2 clean
@@ -64,7 +64,7 @@ verify-codegen:
 lint:
 	lint=$$(hack/tools.sh golangci-lint) && $$lint run ./... && cd v2 && $$lint run ./...
 
-test: test-unit test-images test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi test-sdk test-plugin test-release
+test: test-unit test-images test-integration test-integration-v2 test-e2e test-e2e-v2 test-chaos test-kueue test-mpi test-sdk test-plugin test-release test-compat
 
 # The v2 module's tests but its suites on a control plane (v2/test).
 test-unit: fuzz
@@ -135,6 +135,15 @@ test-kueue: testbin kueue
 # about a minute and a half (test/mpi).
 test-mpi: testbin build
 	$(GO) test -count=1 -timeout 10m ./test/mpi/...
+
+# The v1 and v2 installs and operators on the other Kubernetes versions of
+# hack/lib/versions.sh (KUBE_COMPAT_VERSIONS: the oldest minor the README
+# claims and the newest release), each on a control plane of that version
+# with its kubectl (hack/test-compat.sh, docs/compatibility.md): the e2e
+# suites' user path and the CRD tests of the integration suites.
+# COMPAT_VERSIONS=<version> picks one.
+test-compat: build prereqs
+	hack/test-compat.sh
 
 kueue: prereqs
 	@for v in $(KUEUE_VERSIONS); do KUEUE_VERSION=$$v hack/kueue.sh > /dev/null || exit 1; done

@@ -11,8 +11,8 @@
 #   "${KUBECTL}" --kubeconfig _output/local/kubeconfig get nodes
 #   hack/cluster-down.sh
 # Progress goes to stderr; stdout gets one line, the admin kubeconfig's path.
-# _output/local/cluster.env holds KUBECONFIG, KUBECTL, TESTBIN_DIR and
-# APISERVER_URL as sourceable KEY=value lines.
+# _output/local/cluster.env holds KUBECONFIG, KUBECTL, TESTBIN_DIR,
+# APISERVER_URL and KUBE_VERSION as sourceable KEY=value lines.
 #
 # Finishing a simulated pod: of kwok's pod/fast stages, "pod-ready" acts only
 # on Pending pods, "pod-complete" only on Running pods owned by a Job, and
@@ -82,9 +82,13 @@
 #   KEEP_ON_FAILURE=1          leave the processes running when start-up fails
 #   STOP_TIMEOUT               seconds between SIGTERM and SIGKILL [30]
 #   MPI_OPERATOR_TESTBIN       binary cache directory (see hack/testbin.sh)
+#   MPI_OPERATOR_KUBE_VERSION  a Kubernetes version of KUBE_COMPAT_VERSIONS in
+#                              hack/lib/versions.sh instead of the pinned
+#                              KUBE_VERSION [empty] (make test-compat)
 #
-# If the cluster in LOCAL_DIR is already up (every recorded PID alive and the
-# API server ready) this says so and exits 0. Otherwise it stops whatever is
+# If the cluster in LOCAL_DIR is already up (every recorded PID alive, the
+# API server ready, and of the Kubernetes version asked for) this says so
+# and exits 0. Otherwise it stops whatever is
 # left of it and starts afresh with an empty etcd. Certificates and keys in
 # LOCAL_DIR/pki are generated once and kept.
 set -euo pipefail
@@ -142,7 +146,15 @@ for c in "${COMPONENTS[@]}"; do
   [[ -n "${pid}" ]] && any_recorded=true
   is_running "${c}" "${pid}" || all_running=false
 done
-if ${all_running} && [[ -f "${PKI_DIR}/admin.crt" ]] && [[ "$(api_get /readyz 2>/dev/null)" == "ok" ]]; then
+# The version it runs, as its cluster.env records it; a cluster.env without
+# one was written before versions could be chosen, so the pinned one runs.
+running_version="$(sed -n 's/^KUBE_VERSION=//p' "${LOCAL_DIR}/cluster.env" 2>/dev/null || true)"
+same_version=false
+if [[ "${running_version}" == "${KUBE_VERSION}" || (-z "${running_version}" && -z "${MPI_OPERATOR_KUBE_VERSION:-}") ]]; then
+  same_version=true
+fi
+if ${all_running} && ${same_version} &&
+  [[ -f "${PKI_DIR}/admin.crt" ]] && [[ "$(api_get /readyz 2>/dev/null)" == "ok" ]]; then
   log "cluster in ${LOCAL_DIR} is already running: ${APISERVER_URL}, kubeconfig ${KUBECONFIG_FILE}"
   echo "${KUBECONFIG_FILE}"
   exit 0
@@ -596,6 +608,7 @@ KUBECONFIG=${KUBECONFIG_FILE}
 KUBECTL=${KUBECTL}
 TESTBIN_DIR=${TESTBIN_DIR}
 APISERVER_URL=${APISERVER_URL}
+KUBE_VERSION=${KUBE_VERSION}
 EOF
 
 log "cluster is up in $((SECONDS - START)) s: ${APISERVER_URL}"

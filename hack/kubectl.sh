@@ -22,6 +22,9 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The images ship the pinned kubectl, whatever version a test control plane
+# of the caller's runs (MPI_OPERATOR_KUBE_VERSION, make test-compat).
+unset MPI_OPERATOR_KUBE_VERSION
 # shellcheck source=hack/lib/versions.sh
 source "${ROOT}/hack/lib/versions.sh"
 # shellcheck source=hack/lib/prereqs.sh

@@ -13,8 +13,12 @@
 #   hack/testbin.sh --print-dir  only print the directory (builds nothing)
 #
 # Environment:
-#   MPI_OPERATOR_TESTBIN  cache directory
-#                         (default ~/.cache/mpi-operator/testbin/<version tag>)
+#   MPI_OPERATOR_TESTBIN       cache directory
+#                              (default ~/.cache/mpi-operator/testbin/<version tag>)
+#   MPI_OPERATOR_KUBE_VERSION  a Kubernetes version of KUBE_COMPAT_VERSIONS in
+#                              hack/lib/versions.sh to build instead of the
+#                              pinned KUBE_VERSION; its tag, and so its
+#                              default directory, is its own
 #
 # Everything that is already built (an executable file in bin/) is skipped.
 # A binary is built under a temporary name and moved into place, so an

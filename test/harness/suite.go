@@ -22,7 +22,9 @@ import (
 
 // Suite is a test suite's control plane: hack/cluster-up.sh's, in
 // <repository>/_output/<Name>, on ports free when it starts, so that suites
-// (and the same suite in two checkouts) run side by side.
+// (and the same suite in two checkouts) run side by side. With
+// MPI_OPERATOR_KUBE_VERSION set (KubeVersionEnv), the control plane is of
+// that Kubernetes version, in _output/<Name>-k8s-<version>.
 type Suite struct {
 	Name     string   // the cluster's directory, and what progress lines start with
 	Settings []string // more settings of hack/cluster-up.sh: KWOK_NODES, ...
@@ -65,12 +67,23 @@ func (s Suite) run(m *testing.M) int {
 	return m.Run()
 }
 
+// KubeVersionEnv names the environment variable that picks, for
+// hack/testbin.sh and hack/cluster-up.sh, a Kubernetes version of
+// hack/lib/versions.sh's KUBE_COMPAT_VERSIONS in place of the pinned one
+// (make test-compat, docs/compatibility.md); the suites' processes pass it
+// on to the scripts.
+const KubeVersionEnv = "MPI_OPERATOR_KUBE_VERSION"
+
 func (s Suite) start(logf Logf) (*Cluster, error) {
 	root, err := FindRoot()
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(root, "_output", s.Name)
+	if v := os.Getenv(KubeVersionEnv); v != "" {
+		dir += "-k8s-" + v
+		logf("Kubernetes %s (%s)", v, KubeVersionEnv)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
