@@ -471,14 +471,23 @@ EOF
 fi
 
 # Every default controller (node lifecycle lifts the not-ready taint off kwok
-# nodes) except the three that only act with a cloud provider.
+# nodes) except the three that only act with a cloud provider, where this
+# version still has them: Kubernetes 1.37 removed them, and refuses to
+# start when --controllers names a controller it does not know.
+kcm_help="$("${BIN}/kube-controller-manager" --help 2>&1 | tr -s '[:space:]' ' ')"
+kcm_controllers='*'
+for c in cloud-node-lifecycle-controller node-route-controller service-lb-controller; do
+  if [[ "${kcm_help}" =~ [[:space:]]${c}[,.[:space:]] ]]; then
+    kcm_controllers+=",-${c}"
+  fi
+done
 start kube-controller-manager \
   --kubeconfig="${KUBECONFIG_DIR}/kube-controller-manager" \
   --authentication-kubeconfig="${KUBECONFIG_DIR}/kube-controller-manager" \
   --authorization-kubeconfig="${KUBECONFIG_DIR}/kube-controller-manager" \
   --bind-address=127.0.0.1 \
   --secure-port="${CONTROLLER_MANAGER_PORT}" \
-  --controllers='*,-cloud-node-lifecycle-controller,-node-route-controller,-service-lb-controller' \
+  --controllers="${kcm_controllers}" \
   --use-service-account-credentials=true \
   --service-account-private-key-file="${PKI_DIR}/sa.key" \
   --root-ca-file="${PKI_DIR}/ca.crt" \

@@ -29,7 +29,9 @@
 #   hack/test-compat.sh                  every compatibility version
 #   COMPAT_VERSIONS=v1.30.14 hack/test-compat.sh
 #   COMPAT_SUITES="v1-e2e v2-e2e" hack/test-compat.sh
-# Progress and timings go to stderr, the suites' output to stdout. The first
+# Progress and timings go to stderr, the suites' output (go test -v) to
+# stdout; each suite fails at once unless the API server and kubectl it
+# got are of the version asked for (test/harness). The first
 # run of a version builds its control plane (several minutes; see
 # docs/compatibility.md).
 set -euo pipefail
@@ -52,10 +54,10 @@ V2_INTEGRATION='^(TestMalformedJobs|TestSchemaDefaults|TestBadEdits|TestTemplate
 # run_suite <name>: one suite on the control plane of MPI_OPERATOR_KUBE_VERSION.
 run_suite() {
   case "$1" in
-  v1-e2e) "${GO}" test -count=1 -timeout 20m ./test/e2e/ -run '^TestE2E$' ;;
-  v1-integration) "${GO}" test -count=1 -timeout 15m ./test/integration/ -run "${V1_INTEGRATION}" ;;
-  v2-e2e) (cd v2 && "${GO}" test -count=1 -timeout 20m ./test/e2e/ -run '^TestE2E$') ;;
-  v2-integration) (cd v2 && "${GO}" test -count=1 -timeout 15m ./test/integration/ -run "${V2_INTEGRATION}") ;;
+  v1-e2e) "${GO}" test -v -count=1 -timeout 20m ./test/e2e/ -run '^TestE2E$' ;;
+  v1-integration) "${GO}" test -v -count=1 -timeout 15m ./test/integration/ -run "${V1_INTEGRATION}" ;;
+  v2-e2e) (cd v2 && "${GO}" test -v -count=1 -timeout 20m ./test/e2e/ -run '^TestE2E$') ;;
+  v2-integration) (cd v2 && "${GO}" test -v -count=1 -timeout 15m ./test/integration/ -run "${V2_INTEGRATION}") ;;
   *)
     log "unknown suite $1 (known: v1-e2e v1-integration v2-e2e v2-integration)"
     return 2

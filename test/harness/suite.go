@@ -2,12 +2,14 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	mathrand "math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -80,9 +82,9 @@ func (s Suite) start(logf Logf) (*Cluster, error) {
 		return nil, err
 	}
 	dir := filepath.Join(root, "_output", s.Name)
-	if v := os.Getenv(KubeVersionEnv); v != "" {
-		dir += "-k8s-" + v
-		logf("Kubernetes %s (%s)", v, KubeVersionEnv)
+	version := os.Getenv(KubeVersionEnv)
+	if version != "" {
+		dir += "-k8s-" + version
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -102,10 +104,39 @@ func (s Suite) start(logf Logf) (*Cluster, error) {
 		settings = append(settings, fmt.Sprintf("KWOK_SERVER_PORT=%d", port[0]))
 	}
 	c, err := StartCluster(context.Background(), root, dir, s.Name, settings, logf)
+	if err == nil && version != "" {
+		err = c.checkVersion(version)
+	}
 	if err == nil && s.QPS != 0 {
 		err = c.SetQPS(c.Config, s.QPS)
 	}
 	return c, err
+}
+
+// checkVersion makes sure that the API server and the kubectl of the
+// cluster are of the version a suite was asked to run on.
+func (c *Cluster) checkVersion(want string) error {
+	server, err := c.Kube.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("asking the API server its version: %w", err)
+	}
+	out, err := exec.Command(c.Kubectl, "version", "--client", "-o", "json").Output()
+	if err != nil {
+		return fmt.Errorf("asking %s its version: %w", c.Kubectl, err)
+	}
+	var client struct {
+		ClientVersion struct {
+			GitVersion string `json:"gitVersion"`
+		} `json:"clientVersion"`
+	}
+	if err := json.Unmarshal(out, &client); err != nil {
+		return fmt.Errorf("reading the version of %s: %w", c.Kubectl, err)
+	}
+	if server.GitVersion != want || client.ClientVersion.GitVersion != want {
+		return fmt.Errorf("%s=%s, but the API server is %s and kubectl %s", KubeVersionEnv, want, server.GitVersion, client.ClientVersion.GitVersion)
+	}
+	c.logf("Kubernetes %s: the API server and kubectl (%s)", want, KubeVersionEnv)
+	return nil
 }
 
 // The ports FreePorts hands out: below Linux's ephemeral range
