@@ -18,14 +18,14 @@ func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJ
 	return reconcile.Ensure(ctx, owner(job), c.configMapChild(job), newConfigMap(job, hosts, state))
 }
 
-// recordedState reads the bookkeeping from the job's ConfigMap; the zero
-// state when there is none.
-func (c *MPIJobController) recordedState(job *kubeflow.MPIJob) elastic.State {
+// recordedState reads the bookkeeping from the job's ConfigMap, and the
+// workers its discover_hosts.sh lists; nothing when there is none.
+func (c *MPIJobController) recordedState(job *kubeflow.MPIJob) (elastic.State, map[string]bool) {
 	cm, err := c.cmLister.ConfigMaps(job.Namespace).Get(configMapName(job))
 	if err != nil || !metav1.IsControlledBy(cm, job) {
-		return elastic.State{}
+		return elastic.State{}, nil
 	}
-	return elastic.ParseState(cm.Annotations)
+	return elastic.ParseState(cm.Annotations), elastic.ListedPods(cm.Data[discoverHostsKey])
 }
 
 // configMapChild is the job's ConfigMap as a child; an elastic job's hostfile that

@@ -65,6 +65,8 @@ type observed struct {
 	seen     reconcile.Seen
 	workers  []elastic.Worker
 	recorded elastic.State
+	// listed are the workers that the job's discover_hosts.sh lists.
+	listed   map[string]bool
 	belowMin elastic.MinReplicasClock
 	// restartRecorded tells that the status the cache shows records the
 	// restart of the failed launcher: the pod may go.
@@ -150,7 +152,7 @@ func (c *MPIJobController) endsNow(obs *observed, now metav1.Time) bool {
 		return true
 	}
 	obs.workers = toWorkers(job, obs.pods)
-	obs.recorded = c.recordedState(job)
+	obs.recorded, obs.listed = c.recordedState(job)
 	obs.belowMin = minReplicasClock(job, obs.workers, obs.recorded, now.Time)
 	return c.checkMinReplicas(job, obs.belowMin, now)
 }

@@ -98,7 +98,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 	if err := c.Engine.Adopt(ctx, engineJob(job, now.Time), c.jobPods(job, launcher, ws), jobPodLabels(job)); err != nil {
 		return 0, err
 	}
-	plan := elastic.PlanWorkers(c.planSpec(job), ws, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
+	plan := elastic.PlanWorkers(c.planSpec(job, obs.listed), ws, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
 	h := c.hooks(job, &launcher, obs.belowMin.Since)
 	h.Beside = []func(context.Context, elastic.Plan, bool) error{
 		func(ctx context.Context, plan elastic.Plan, settled bool) error {

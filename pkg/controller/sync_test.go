@@ -881,3 +881,26 @@ func TestCreationsPerSyncAreBounded(t *testing.T) {
 		t.Errorf("the Role names %d workers, want all %d", got, engine.MaxCreatesPerSync+8)
 	}
 }
+
+// A worker whose pod went while discover_hosts.sh lists it is created again
+// only once a write of the script has dropped it: the new pod must not
+// inherit the old one's listing.
+func TestWorkerGoneIsUnlistedBeforeItIsCreatedAgain(t *testing.T) {
+	f := newFixture(t)
+	job := runningJob(f, 2)
+	f.pods = slices.DeleteFunc(f.pods, func(p *corev1.Pod) bool { return p.Name == "pi-worker-1" })
+	f.sync(job)
+	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
+	if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\n" {
+		t.Errorf("discover_hosts.sh %q", got)
+	}
+
+	f = newFixture(t)
+	job = runningJob(f, 2)
+	f.pods = slices.DeleteFunc(f.pods, func(p *corev1.Pod) bool { return p.Name == "pi-worker-1" })
+	one := []string{"pi-worker-0"}
+	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1"}, Running: one}, elastic.State{})
+	f.pods[len(f.pods)-1].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
+	f.sync(job)
+	f.expectKubeWrites(create("pods", "pi-worker-1"))
+}

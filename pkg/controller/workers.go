@@ -28,10 +28,12 @@ func workerSpec(job *kubeflow.MPIJob) elastic.Spec {
 	}
 }
 
-// planSpec is workerSpec with the controller's bound on the job's workers.
-func (c *MPIJobController) planSpec(job *kubeflow.MPIJob) elastic.Spec {
+// planSpec is workerSpec with the controller's bound on the job's workers
+// and the workers listed now.
+func (c *MPIJobController) planSpec(job *kubeflow.MPIJob, listed map[string]bool) elastic.Spec {
 	spec := workerSpec(job)
 	spec.MaxPods = c.maxWorkerPods()
+	spec.Listed = listed
 	return spec
 }
 

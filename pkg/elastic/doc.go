@@ -12,7 +12,8 @@
 //     [Hosts.Desired] (the hostfile) in that same plan.
 //  2. Running: once its pod runs, and [Spec.Listable] accepts it, it is
 //     listed in [Hosts.Running], the contents of discover_hosts.sh, which
-//     Horovod reads every second.
+//     Horovod reads every second. It stays listed while it runs
+//     ([Spec.Listed]), whatever Listable says later.
 //  3. Draining: a worker chosen for removal is in [Plan.Drain] and leaves
 //     Hosts.Running and Hosts.Desired in that same plan; the caller marks it
 //     with [AnnotationDrainingSince], so later plans know it drains. It keeps
@@ -45,6 +46,8 @@
 //   - An elastic job keeps exactly [Spec.Replicas] live workers: the live
 //     ones it does not drain plus the ones it creates. A worker that
 //     Listable refuses is live like any other; it is only not listed.
+//   - No name is created while the script lists it ([Spec.Listed]): a new
+//     pod never inherits the listing of the one it replaces.
 //
 // # Acting on a plan
 //

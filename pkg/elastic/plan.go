@@ -41,6 +41,15 @@ type Spec struct {
 	// towards Replicas and is in Exec and Hosts.Desired. Nil lists every
 	// live Running worker.
 	Listable func(Worker) bool
+	// Listed are the workers that the job's discover_hosts.sh lists now.
+	// Listable decides only a worker's first listing: a live Running
+	// worker listed already stays listed, so that a moment when its name
+	// does not resolve (the EndpointSlice controller moving its endpoint
+	// from one slice to another) does not take it from the launcher. For
+	// the same reason no worker is created under a name the script still
+	// lists: the listing of the pod gone must be written away first, or
+	// the new pod would inherit it before its own name resolves.
+	Listed map[string]bool
 	// MaxPods, when above zero, bounds the workers the job has at once
 	// whose names the Role and the files carry: listed, draining, or about
 	// to be created. Scaling in and out faster than workers drain would
@@ -50,8 +59,11 @@ type Spec struct {
 	MaxPods int
 }
 
-// listable applies Spec.Listable, which may be nil.
-func (s Spec) listable(w Worker) bool { return s.Listable == nil || s.Listable(w) }
+// listable tells whether a live Running worker goes in Hosts.Running: it
+// is listed already, or Spec.Listable (nil for any) accepts it.
+func (s Spec) listable(w Worker) bool {
+	return s.Listable == nil || s.Listed[w.Pod.Name] || s.Listable(w)
+}
 
 // Hosts are the worker names that a job's files list, in index order.
 type Hosts struct {
@@ -122,6 +134,9 @@ func PlanWorkers(spec Spec, workers []Worker, nextIndex int, holderOf func(index
 		}
 	}
 	plan.Exec = mergeByIndex(spec, workers, plan.Exec, plan.Create)
+	// A name the script still lists keeps its place in the files and the
+	// exec rights; its pod waits for the write that unlists the old one.
+	plan.Create = slices.DeleteFunc(plan.Create, func(i int) bool { return spec.Listed[spec.WorkerName(i)] })
 	return plan
 }
 

@@ -863,6 +863,85 @@ func TestListableAskedOfLiveRunningWorkersOnly(t *testing.T) {
 	}
 }
 
+// TestPlanWorkersListed: Listable decides only a worker's first listing. A
+// live Running worker that the script lists already stays listed whatever
+// Listable says; one that stopped running or drains leaves the script as
+// before; and no worker is created under a name the script still lists.
+func TestPlanWorkersListed(t *testing.T) {
+	none := func(Worker) bool { return false }
+	listed := func(is ...int) map[string]bool {
+		m := map[string]bool{}
+		for _, i := range is {
+			m[testWorkerName(i)] = true
+		}
+		return m
+	}
+	cases := []struct {
+		name   string
+		spec   Spec
+		listed map[string]bool
+		pods   []*corev1.Pod
+		want   planSummary
+	}{
+		{
+			name:   "elastic: listed Running workers stay listed when their names stop resolving",
+			spec:   elasticSpec(3, 20*time.Second),
+			listed: listed(0, 1),
+			pods:   []*corev1.Pod{testPod(0, corev1.PodRunning), testPod(1, corev1.PodRunning), testPod(2, corev1.PodRunning)},
+			want: planSummary{
+				Desired: names(0, 1, 2),
+				Running: names(0, 1),
+				Exec:    names(0, 1, 2),
+			},
+		},
+		{
+			name:   "elastic: listed workers that failed or drain leave the script",
+			spec:   elasticSpec(2, 20*time.Second),
+			listed: listed(0, 1, 2),
+			pods: []*corev1.Pod{testPod(0, corev1.PodFailed), testPod(1, corev1.PodRunning),
+				testPod(2, corev1.PodRunning, drainingFor(time.Second))},
+			want: planSummary{
+				Create:  []int{3},
+				Desired: names(1, 3),
+				Running: names(1),
+				Exec:    names(1, 2, 3),
+				Requeue: 19 * time.Second,
+			},
+		},
+		{
+			name:   "fixed: a missing worker still listed is created once the script drops it",
+			spec:   fixedSpec(3),
+			listed: listed(0, 1),
+			pods:   []*corev1.Pod{testPod(0, corev1.PodRunning), testPod(2, corev1.PodPending)},
+			want: planSummary{
+				Desired: names(0, 1, 2),
+				Running: names(0),
+				Exec:    names(0, 1, 2),
+			},
+		},
+		{
+			name: "fixed: a missing worker not listed is created",
+			spec: fixedSpec(3),
+			pods: []*corev1.Pod{testPod(0, corev1.PodRunning), testPod(2, corev1.PodPending)},
+			want: planSummary{
+				Create:  []int{1},
+				Desired: names(0, 1, 2),
+				Exec:    names(0, 1, 2),
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.spec.Listable, tc.spec.Listed = none, tc.listed
+			plan := PlanWorkers(tc.spec, workers(tc.pods...), 0, noHolders, testNow)
+			if diff := cmp.Diff(tc.want, summarize(plan), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("PlanWorkers (-want +got):\n%s", diff)
+			}
+			checkInvariants(t, tc.pods, plan)
+		})
+	}
+}
+
 // TestPlanWorkersHeldNames: a name that a pod of someone else's holds is
 // neither created nor granted. A fixed job reports it in the way, and
 // blocked unless that pod is on its way out; an elastic job takes the next

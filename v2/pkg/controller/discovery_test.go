@@ -243,3 +243,26 @@ func TestSyncGivesWayAfterTheFiles(t *testing.T) {
 		t.Errorf("the next sync wrote %v, want the workers created and the status", w)
 	}
 }
+
+// The EndpointSlice controller moves endpoints between the slices of a
+// Service, and may write the slice that loses one before the slice that
+// gains it: for a moment a listed worker's name resolves nowhere. The
+// worker stays listed, and nothing is written, then or once the endpoint
+// is back.
+func TestListedWorkerStaysListedWhileItsEndpointMoves(t *testing.T) {
+	f := newFixture(t).start(storedJob(2))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	want := script("job-worker-0", "job-worker-1")
+	if _, discover := f.files(); discover != want {
+		t.Fatalf("discover_hosts.sh at the start:\n%s", discover)
+	}
+	for _, published := range [][]string{{"job-worker-0"}, {"job-worker-0", "job-worker-1"}} {
+		f.publish("job", published...)
+		f.refresh()
+		f.sync()
+		f.expectWrites()
+		if _, discover := f.files(); discover != want {
+			t.Errorf("discover_hosts.sh with %v published:\n%s", published, discover)
+		}
+	}
+}

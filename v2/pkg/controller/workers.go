@@ -62,6 +62,9 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 		files:   c.cachedConfigMap(job),
 	}
 	out.spec.MaxPods = c.maxWorkerPods()
+	if out.files != nil {
+		out.spec.Listed = elastic.ListedPods(out.files.Data[discoverHostsKey])
+	}
 	mine, err := c.jobPods(job)
 	if err == nil {
 		err = c.Engine.Adopt(ctx, c.engineJob(job, now.Time), mine, workerLabels(job))
