@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -35,6 +36,11 @@ type memoryResult struct {
 	firstListed time.Time
 	// discovery: each worker's time from Running to listed.
 	discovery harness.Sample
+	// resolve and resolvedListed split discovery where a worker's name
+	// must resolve before it is listed (v2beta1): Running -> the name
+	// resolves, the EndpointSlice controller's part; and the later of the
+	// two -> listed, the operator's.
+	resolve, resolvedListed harness.Sample
 	// watched: the start as the bench's watch saw it.
 	watched startFigures
 
@@ -112,7 +118,7 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 	cmLister := factory.Core().V1().ConfigMaps().Lister()
 	// Each worker's first Running and first listing, from watch events.
 	var mu sync.Mutex
-	runningAt, listedAt := map[string]time.Time{}, map[string]time.Time{}
+	runningAt, listedAt, resolvedAt := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 	createdAt := map[string]time.Time{}
 	onPod := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
@@ -143,6 +149,27 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 			}
 		}
 		mu.Unlock()
+	}
+	onSlice := func(obj any) {
+		slice, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		now := time.Now()
+		for name := range harness.SliceNames(slice) {
+			if _, seen := resolvedAt[name]; !seen {
+				resolvedAt[name] = now
+			}
+		}
+		mu.Unlock()
+	}
+	if o.api.ReachBySlices {
+		if _, err := factory.Discovery().V1().EndpointSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: onSlice, UpdateFunc: func(_, obj any) { onSlice(obj) },
+		}); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: onPod, UpdateFunc: func(_, obj any) { onPod(obj) },
@@ -258,6 +285,16 @@ func runMemory(ctx context.Context, o *options, cl *cluster) (*memoryResult, err
 	for name, r := range runningAt {
 		if l, ok := listedAt[name]; ok {
 			res.discovery = append(res.discovery, max(l.Sub(r), 0))
+		}
+		if at, ok := resolvedAt[name]; ok {
+			res.resolve = append(res.resolve, max(at.Sub(r), 0))
+			if l, ok := listedAt[name]; ok {
+				from := at
+				if r.After(at) {
+					from = r
+				}
+				res.resolvedListed = append(res.resolvedListed, max(l.Sub(from), 0))
+			}
 		}
 	}
 	res.watched = newStartFigures(createdAt, runningAt, listedAt)

@@ -243,9 +243,17 @@ func (r *report) writeMemory(b *strings.Builder, m *memoryResult) {
 		t.Add("floor: the last worker Running (watch) / the last worker listed (watch), after the first create",
 			fmt.Sprintf("%s / %s (gap %s)", since(w.lastRunning), since(w.lastListed), harness.FmtDur(w.lastListed.Sub(w.lastRunning))), "")
 	}
-	if sum := m.discovery.Summarize(); sum.N > 0 {
-		t.Add("worker Running -> listed in discover_hosts.sh (p50 / p99 / max, n)",
-			fmt.Sprintf("%s / %s / %s, %d", harness.FmtDur(sum.P50), harness.FmtDur(sum.P99), harness.FmtDur(sum.Max), sum.N), "")
+	for _, row := range []struct {
+		what string
+		s    harness.Sample
+	}{
+		{"worker Running -> listed in discover_hosts.sh (p50 / p99 / max, n)", m.discovery},
+		{"... Running -> its name resolves (the EndpointSlice controller's part)", m.resolve},
+		{"... name resolves (and Running) -> listed (the operator's part)", m.resolvedListed},
+	} {
+		if sum := row.s.Summarize(); sum.N > 0 {
+			t.Add(row.what, fmt.Sprintf("%s / %s / %s, %d", harness.FmtDur(sum.P50), harness.FmtDur(sum.P99), harness.FmtDur(sum.Max), sum.N), "")
+		}
 	}
 	if !m.complete {
 		t.Add("stopped waiting after", harness.FmtDur(m.end.Sub(m.start)), "")
