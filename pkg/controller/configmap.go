@@ -21,7 +21,7 @@ func (c *MPIJobController) syncConfigMap(ctx context.Context, job *kubeflow.MPIJ
 // recordedState reads the bookkeeping from the job's ConfigMap, and the
 // workers its discover_hosts.sh lists; nothing when there is none.
 func (c *MPIJobController) recordedState(job *kubeflow.MPIJob) (elastic.State, map[string]bool) {
-	cm, err := c.cmLister.ConfigMaps(job.Namespace).Get(configMapName(job))
+	cm, err := c.configMaps.Get(job.Namespace, configMapName(job))
 	if err != nil || !metav1.IsControlledBy(cm, job) {
 		return elastic.State{}, nil
 	}
@@ -35,7 +35,7 @@ func (c *MPIJobController) configMapChild(job *kubeflow.MPIJob) reconcile.Child[
 	if job.Spec.ElasticPolicy != nil {
 		merge = elastic.MergeElasticFiles
 	}
-	return reconcile.ChildOf("ConfigMap", func(ns, name string) (*corev1.ConfigMap, error) { return c.cmLister.ConfigMaps(ns).Get(name) },
+	return reconcile.ChildOf("ConfigMap", c.configMaps.Get,
 		func(ns string) reconcile.TypedClient[*corev1.ConfigMap] { return c.kubeClient.CoreV1().ConfigMaps(ns) },
-		merge)
+		merge).Remembering(c.configMaps)
 }

@@ -44,7 +44,7 @@ type MPIJobController struct {
 	jobLister  listers.MPIJobLister
 	podLister  corelisters.PodLister
 	podIndexer cache.Indexer // pods by reconcile.ByControllerUID, besides the lister's
-	cmLister   corelisters.ConfigMapLister
+	configMaps *reconcile.Written[*corev1.ConfigMap]
 	saLister   corelisters.ServiceAccountLister
 	roleLister rbaclisters.RoleLister
 	rbLister   rbaclisters.RoleBindingLister
@@ -117,7 +117,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		jobLister:  jobs.Lister(),
 		podLister:  podcache.Lister{Indexer: pods.Informer().GetIndexer()},
 		podIndexer: pods.Informer().GetIndexer(),
-		cmLister:   cms.Lister(),
+		configMaps: reconcile.NewWritten[*corev1.ConfigMap](ctx, corev1.Resource("configmaps"), cms.Informer().GetStore()),
 		saLister:   sas.Lister(),
 		roleLister: roles.Lister(),
 		rbLister:   rbs.Lister(),

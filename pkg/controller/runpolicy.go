@@ -70,7 +70,7 @@ func (c *MPIJobController) reconcileFinished(ctx context.Context, obs *observed,
 // clearHosts empties the discovery script of a finished job, before any of
 // its workers is deleted. A job that never got a ConfigMap has none to clear.
 func (c *MPIJobController) clearHosts(ctx context.Context, job *kubeflow.MPIJob) error {
-	cur, err := c.cmLister.ConfigMaps(job.Namespace).Get(configMapName(job))
+	cur, err := c.configMaps.Get(job.Namespace, configMapName(job))
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

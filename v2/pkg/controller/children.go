@@ -72,8 +72,8 @@ func (c *MPIJobController) syncSSHSecret(ctx context.Context, job *v2beta1.MPIJo
 
 // configMapChild reads and writes the job's ConfigMap.
 func (c *MPIJobController) configMapChild() reconcile.Child[*corev1.ConfigMap] {
-	return reconcile.ChildOf("ConfigMap", func(ns, name string) (*corev1.ConfigMap, error) { return c.configMaps.ConfigMaps(ns).Get(name) },
-		func(ns string) reconcile.TypedClient[*corev1.ConfigMap] { return c.kube.CoreV1().ConfigMaps(ns) }, elastic.MergeFiles)
+	return reconcile.ChildOf("ConfigMap", c.configMaps.Get,
+		func(ns string) reconcile.TypedClient[*corev1.ConfigMap] { return c.kube.CoreV1().ConfigMaps(ns) }, elastic.MergeFiles).Remembering(c.configMaps)
 }
 
 // launcherChild reads and creates the launcher Job. It never updates one:

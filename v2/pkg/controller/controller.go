@@ -47,7 +47,7 @@ type MPIJobController struct {
 	podLister      corelisters.PodLister
 	podIndexer     cache.Indexer // pods by reconcile.ByControllerUID
 	serviceLister  corelisters.ServiceLister
-	configMaps     corelisters.ConfigMapLister
+	configMaps     *reconcile.Written[*corev1.ConfigMap]
 	secretLister   corelisters.SecretLister
 	launcherLister batchlisters.JobLister
 	sliceIndexer   cache.Indexer // EndpointSlices by byServiceName
@@ -117,7 +117,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		podLister:      podcache.Lister{Indexer: pods.Informer().GetIndexer()},
 		podIndexer:     pods.Informer().GetIndexer(),
 		serviceLister:  services.Lister(),
-		configMaps:     cms.Lister(),
+		configMaps:     reconcile.NewWritten[*corev1.ConfigMap](ctx, corev1.Resource("configmaps"), cms.Informer().GetStore()),
 		secretLister:   secrets.Lister(),
 		launcherLister: launchers.Lister(),
 		sliceIndexer:   slices.Informer().GetIndexer(),

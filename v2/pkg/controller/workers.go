@@ -156,7 +156,7 @@ func (c *MPIJobController) eventOn(job *v2beta1.MPIJob) func(eventType, reason, 
 // cachedConfigMap is the job's ConfigMap as the cache has it; nil when it
 // has none of the job's.
 func (c *MPIJobController) cachedConfigMap(job *v2beta1.MPIJob) *corev1.ConfigMap {
-	cm, err := c.configMaps.ConfigMaps(job.Namespace).Get(configMapName(job))
+	cm, err := c.configMaps.Get(job.Namespace, configMapName(job))
 	if err != nil || !metav1.IsControlledBy(cm, job) {
 		return nil
 	}
