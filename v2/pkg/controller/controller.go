@@ -150,7 +150,13 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		cms.Informer():       everyEvent(c.handleOwned),
 		secrets.Informer():   everyEvent(c.handleOwned),
 		launchers.Informer(): everyEvent(c.handleOwned),
-		slices.Informer():    everyEvent(c.handleSlice),
+		// The slices listed at the start come with every job's first
+		// sync, which needs no urgency.
+		slices.Informer(): cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc:    func(obj any, initial bool) { c.handleSlice(obj, !initial) },
+			UpdateFunc: func(_, obj any) { c.handleSlice(obj, true) },
+			DeleteFunc: func(obj any) { c.handleSlice(obj, true) },
+		},
 	}
 	if inf.volcano != nil {
 		groups := inf.volcano.Scheduling().V1beta1().PodGroups()
@@ -278,7 +284,7 @@ func (c *MPIJobController) handlePodGone(obj any) {
 // handleSlice enqueues the job whose Service an EndpointSlice belongs to:
 // the EndpointSlice controller copies the Service's labels, app=<job>
 // among them, to its slices.
-func (c *MPIJobController) handleSlice(obj any) {
+func (c *MPIJobController) handleSlice(obj any, urgent bool) {
 	s := asPublished(untombstone(obj))
 	if s == nil {
 		return
@@ -286,7 +292,7 @@ func (c *MPIJobController) handleSlice(obj any) {
 	if key, ok := c.jobKeyIfExists(s.Namespace, s.Labels[labelApp]); ok {
 		// A name that starts or stops resolving changes what
 		// discover_hosts.sh may list.
-		c.EnqueueChange(key, true, false)
+		c.EnqueueChange(key, urgent, false)
 	}
 }
 

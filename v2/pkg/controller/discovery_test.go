@@ -92,8 +92,9 @@ func TestEventsThatChangeTheScriptAreUrgent(t *testing.T) {
 		{"Pending worker deleted", func() { f.c.handlePodGone(worker) }, plain},
 		{"worker replicas changed", func() { f.c.handleJobUpdate(stored, scaled) }, urgent},
 		{"other change of the job", func() { f.c.handleJobUpdate(stored, suspended) }, plain},
-		{"EndpointSlice of the job's Service", func() { f.c.handleSlice(slice) }, urgent},
-		{"EndpointSlice of another Service", func() { f.c.handleSlice(otherSlice) }, no},
+		{"EndpointSlice of the job's Service", func() { f.c.handleSlice(slice, true) }, urgent},
+		{"EndpointSlice listed by the informer", func() { f.c.handleSlice(slice, false) }, plain},
+		{"EndpointSlice of another Service", func() { f.c.handleSlice(otherSlice, true) }, no},
 	}
 	for _, tc := range cases {
 		drain(f)

@@ -250,7 +250,7 @@ func wakeEvents() []wakeEvent {
 			f.publish("job", runningWorkers(f)...)
 			return func() {
 				f.c.handlePodUpdate(w, f.cachedPod(t, w.Name))
-				f.c.handleSlice(f.cachedSlice(t))
+				f.c.handleSlice(f.cachedSlice(t), true)
 			}
 		}},
 		{name: "worker fails", apply: func(t *testing.T, f *fixture) func() {
