@@ -56,14 +56,12 @@ func (w *Written[T]) Get(namespace, name string) (T, error) {
 }
 
 // Remembering returns ch reading through w, which records every object
-// that ch creates or updates, as the API server returned it, without its
-// managed fields.
+// that ch creates or updates, as the API server returned it.
 func (ch Child[T]) Remembering(w *Written[T]) Child[T] {
 	record := func(write func(context.Context, T) (T, error)) func(context.Context, T) (T, error) {
 		return func(ctx context.Context, obj T) (T, error) {
 			out, err := write(ctx, obj)
 			if err == nil {
-				out.SetManagedFields(nil)
 				w.cache.Mutation(out)
 			}
 			return out, err
