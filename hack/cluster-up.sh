@@ -519,15 +519,66 @@ start kube-scheduler \
 STAGE_FILES=("${TESTBIN_DIR}"/kwok-stages/node-fast/*.yaml
   "${TESTBIN_DIR}"/kwok-stages/node-heartbeat-with-lease/*.yaml
   "${TESTBIN_DIR}"/kwok-stages/pod-fast/*.yaml)
+# kwok's own pod-delete stage deletes a pod being deleted at once, which a
+# finalizer blocks for good: a Job's pods carry the Job controller's, which
+# it takes off a pod only once the pod has ended. A kubelet ends the
+# containers of a pod being deleted, and the pod turns Failed; so here a pod
+# being deleted that a finalizer holds turns Failed, and one without a
+# finalizer goes. Else a namespace being deleted that holds a running batch
+# Job's pod would stay Terminating, since the namespace controller deletes
+# the rest of the namespace only once its pods are gone.
 {
   for f in "${STAGE_FILES[@]}"; do
-    if [[ "${KWOK_JOB_PODS_COMPLETE}" != "true" && "$(basename "${f}")" == "pod-complete.yaml" ]]; then
-      continue
-    fi
+    case "$(basename "${f}")" in
+    pod-complete.yaml) [[ "${KWOK_JOB_PODS_COMPLETE}" == "true" ]] || continue ;;
+    pod-delete.yaml) continue ;;
+    esac
     echo "---"
     cat "${f}"
     echo
   done
+  cat <<'STAGES'
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-delete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+    - key: '.metadata.finalizers'
+      operator: 'DoesNotExist'
+  next:
+    delete: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-end-on-delete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+    - key: '.metadata.finalizers'
+      operator: 'Exists'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Pending'
+      - 'Running'
+  next:
+    statusTemplate: |
+      phase: Failed
+STAGES
 } >"${LOCAL_DIR}/kwok.yaml"
 
 start kwok \

@@ -259,7 +259,9 @@ func (c *Cluster) KubectlRun(ctx context.Context, args ...string) error {
 // API's manifests, and its Lease's Role in OperatorNamespace, binds both
 // roles (bindings bindingName) to the ServiceAccount
 // OperatorNamespace/OperatorSA, and writes a kubeconfig with a
-// token of that ServiceAccount to <Dir>/operator.kubeconfig.
+// token of that ServiceAccount to <Dir>/operator.kubeconfig. It returns
+// once the garbage collector collects the children of deleted MPIJobs
+// (WaitCollectable).
 func (c *Cluster) InstallOperator(ctx context.Context, api API, bindingName string) error {
 	// Server-side: the CRD is too large for the last-applied annotation of
 	// a client-side apply if it carries every description.
@@ -321,7 +323,10 @@ func (c *Cluster) InstallOperator(ctx context.Context, api API, bindingName stri
 	kc.Contexts["operator"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: OperatorSA}
 	kc.CurrentContext = "operator"
 	c.OperatorKubeconfig = filepath.Join(c.Dir, "operator.kubeconfig")
-	return clientcmd.WriteToFile(*kc, c.OperatorKubeconfig)
+	if err := clientcmd.WriteToFile(*kc, c.OperatorKubeconfig); err != nil {
+		return err
+	}
+	return c.WaitCollectable(ctx, api)
 }
 
 // EnsureNamespace creates a namespace and waits for its default

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -147,4 +149,47 @@ func (c *Cluster) WaitEstablished(ctx context.Context) error {
 		return fmt.Errorf("CRDs not Established:%s: %w", pending, err)
 	}
 	return nil
+}
+
+// WaitCollectable waits, at most two minutes, until kube-controller-manager's
+// garbage collector resolves the MPIJobs of api, which it learns of only at
+// its discovery resync (every 30 s) after the CRD is installed. Until then
+// it backs off on every child of a deleted job, so that, say, a launcher
+// Job and its pods (which carry the Job controller's finalizer) outlive
+// their MPIJob, and a namespace being deleted stays Terminating.
+//
+// The probe is a ConfigMap in OperatorNamespace owned by an MPIJob that
+// does not exist, which the collector deletes once it can look the owner
+// up. A probe the collector has failed on waits behind its back-off, so
+// each try makes a new one.
+func (c *Cluster) WaitCollectable(ctx context.Context, api API) error {
+	cms := c.Kube.CoreV1().ConfigMaps(OperatorNamespace)
+	start := time.Now()
+	for try := 0; ; try++ {
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("gc-probe-%d", try),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubeflow.org/" + api.Version, Kind: "MPIJob",
+				Name: "gc-probe", UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", try))}},
+		}}
+		if _, err := cms.Create(ctx, probe, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating the garbage collector's probe: %w", err)
+		}
+		err := Poller{Every: 200 * time.Millisecond}.Until(ctx, 5*time.Second, func() (bool, error) {
+			_, err := cms.Get(ctx, probe.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err == nil {
+			c.logf("the garbage collector resolves %s MPIJobs (%s)", api.Version, time.Since(start).Round(time.Second))
+			return nil
+		}
+		if !errors.Is(err, ErrTimeout) {
+			return err
+		}
+		if err := cms.Delete(ctx, probe.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if time.Since(start) > 2*time.Minute {
+			return fmt.Errorf("the garbage collector does not resolve %s MPIJobs after %s", api.Version, time.Since(start).Round(time.Second))
+		}
+	}
 }
