@@ -2,12 +2,9 @@ package controller
 
 import (
 	"context"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -25,7 +22,6 @@ import (
 	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
 	mpischeme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
 	listers "github.com/kubeflow/mpi-operator/pkg/client/listers/kubeflow/v1"
-	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
@@ -48,11 +44,11 @@ type MPIJobController struct {
 	saLister   corelisters.ServiceAccountLister
 	roleLister rbaclisters.RoleLister
 	rbLister   rbaclisters.RoleBindingLister
-	// otherPods are the pods that no MPIJob labels, metadata only, and
-	// strays indexes them by reconcile.ByControllerUID.
-	otherPods cache.GenericLister
-	strays    cache.Indexer
-	pgLister  volcanolisters.PodGroupLister // nil without gang scheduling
+	// holders finds who holds a worker's name, and strays indexes the pods
+	// that no MPIJob labels by reconcile.ByControllerUID.
+	holders  engine.Holders
+	strays   cache.Indexer
+	pgLister volcanolisters.PodGroupLister // nil without gang scheduling
 	// podGroups writes PodGroups; a field so that tests can stand in for
 	// volcano's client.
 	podGroups func(namespace string) volcanotyped.PodGroupInterface
@@ -61,9 +57,8 @@ type MPIJobController struct {
 	// machinery both operators run on.
 	*engine.Base
 
-	// runningSince remembers when the controller saw each worker turn
-	// Running, for the discovery latency histogram only.
-	runningSince runningSince
+	// podEvents are the handlers of the pod informer.
+	podEvents cache.ResourceEventHandlerFuncs
 	// refreshes remembers the launcher refreshes the cache has yet to
 	// show (launcher.go).
 	refreshes launcherRefreshes
@@ -121,23 +116,21 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		saLister:   sas.Lister(),
 		roleLister: roles.Lister(),
 		rbLister:   rbs.Lister(),
-		otherPods:  others.Lister(),
+		holders:    engine.Holders{Others: others.Lister()},
 		strays:     others.Informer().GetIndexer(),
 	}
+	c.holders.Pods = c.podLister
 	c.Base = engine.NewBase(kubeClient, cfg.Clients.Creations, c.podLister, recorder, clk)
 	c.Engine.Pace.BytesPerSecond = cfg.WriteBytesPerSecond
-	c.memory = append(c.Stores(), &c.runningSince, &c.refreshes)
+	c.memory = append(c.Stores(), &c.refreshes)
+	c.podEvents = c.PodEvents(func(pod *corev1.Pod) (string, bool) { return ownerKey(pod) }, isWorkerPod)
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueJob,
 		UpdateFunc: c.handleJobUpdate,
 		DeleteFunc: c.enqueueJob,
 	})
-	c.addHandler(logger, pods.Informer(), podcache.Events(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.handlePodAdd,
-		UpdateFunc: c.handlePodUpdate,
-		DeleteFunc: c.handlePodDelete,
-	}))
+	c.addHandler(logger, pods.Informer(), c.podEvents)
 	// A pod that holds a worker's name matters when it comes, as its name
 	// must leave the Role, and when it goes, as the worker may be created.
 	c.addHandler(logger, others.Informer(), cache.ResourceEventHandlerFuncs{
@@ -215,96 +208,10 @@ func ownerKey(obj any) (string, bool) {
 	return meta.GetNamespace() + "/" + ref.Name, true
 }
 
-func (c *MPIJobController) handlePodAdd(obj any) {
-	if key, ok := ownerKey(obj); ok {
-		c.Expectations.ObserveCreate(key, obj.(*corev1.Pod).Name)
-		c.Expectations.Observe(key, obj.(*corev1.Pod))
-		c.Queue.Add(key)
-	}
-}
-
 func isKubeflowGroup(apiVersion string) bool {
 	gv, err := parseGroupVersion(apiVersion)
 	return err == nil && gv == kubeflow.GroupName
 }
 
-func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
-	oldPod, newPod := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
-	if oldPod.ResourceVersion == newPod.ResourceVersion {
-		return
-	}
-	if key, ok := ownerKey(newObj); ok {
-		if newPod.Status.Phase == corev1.PodRunning && oldPod.Status.Phase != corev1.PodRunning {
-			c.runningSince.store(key, newPod.UID, c.Clock.Now())
-		}
-		settled := c.Expectations.Observe(key, newPod)
-		c.EnqueueChange(key, elastic.DiscoverabilityChanged(oldPod, newPod, isWorkerPod), settled)
-	}
-}
-
 // isWorkerPod tells whether a pod of a job is one of its workers.
 func isWorkerPod(pod *corev1.Pod) bool { return pod.Labels[labelMPIRole] == roleWorker }
-
-func (c *MPIJobController) handlePodDelete(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		if tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown); isTombstone {
-			pod, _ = tombstone.Obj.(*corev1.Pod)
-		}
-	}
-	if pod == nil {
-		return
-	}
-	if key, ok := ownerKey(pod); ok {
-		c.runningSince.take(key, pod.UID)
-		settled := c.Expectations.ObserveGone(key, pod.UID)
-		c.EnqueueChange(key, elastic.DiscoverabilityChanged(pod, nil, isWorkerPod), settled)
-	}
-}
-
-// runningSince remembers, per job, when the controller saw each of its
-// workers turn Running. A worker's time is taken when the worker is listed
-// or goes, and a job's times all go with the job.
-type runningSince struct {
-	mu   sync.Mutex
-	jobs map[string]map[types.UID]time.Time // job key -> worker UID -> time
-}
-
-func (r *runningSince) store(key string, uid types.UID, at time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.jobs == nil {
-		r.jobs = map[string]map[types.UID]time.Time{}
-	}
-	if r.jobs[key] == nil {
-		r.jobs[key] = map[types.UID]time.Time{}
-	}
-	r.jobs[key][uid] = at
-}
-
-// take returns and forgets when uid, a worker of job key, was seen turning
-// Running.
-func (r *runningSince) take(key string, uid types.UID) (time.Time, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	at, ok := r.jobs[key][uid]
-	delete(r.jobs[key], uid)
-	if len(r.jobs[key]) == 0 {
-		delete(r.jobs, key)
-	}
-	return at, ok
-}
-
-// Holds tells whether a worker of key is remembered.
-func (r *runningSince) Holds(key string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.jobs[key] != nil
-}
-
-// Forget drops the times of key's workers, a job that is gone.
-func (r *runningSince) Forget(key string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.jobs, key)
-}

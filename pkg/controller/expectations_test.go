@@ -54,7 +54,7 @@ func TestStaleCacheRepeatsNoPodWrite(t *testing.T) {
 	}
 
 	for _, p := range pods {
-		c.handlePodAdd(p)
+		c.podEvents.AddFunc(p)
 	}
 	if !c.Expectations.Satisfied("ns/pi") {
 		t.Error("the pods' add events did not settle the expectations")

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"errors"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,45 +11,6 @@ import (
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
-
-// The launcher may exec only into pods its job controls. The Role names a
-// worker before the worker exists, so a name that a pod of someone else's
-// holds (a bare pod, a StatefulSet's, another operator's) must never get
-// there: the planner skips such names, an elastic job takes its next unused
-// index instead, and a fixed job, whose workers have fixed names, is
-// Blocked until the name is free. The pod informers see every pod of the
-// namespace between them: the job's own through the typed cache, and every
-// pod without the job-name label through a cache of their metadata.
-
-// nameHolder tells whether a pod that job does not control holds name.
-func (c *MPIJobController) nameHolder(job *kubeflow.MPIJob, name string) elastic.Holder {
-	var meta metav1.Object
-	if pod, err := c.podLister.Pods(job.Namespace).Get(name); err == nil {
-		meta = pod
-	} else if obj, err := c.otherPods.ByNamespace(job.Namespace).Get(name); err == nil {
-		m, ok := obj.(metav1.Object)
-		if !ok {
-			return elastic.NameFree
-		}
-		meta = m
-	} else {
-		return elastic.NameFree
-	}
-	switch {
-	case metav1.IsControlledBy(meta, job):
-		return elastic.NameFree
-	case meta.GetDeletionTimestamp() != nil:
-		return elastic.NameLeaving
-	default:
-		return elastic.NameHeld
-	}
-}
-
-// workerNameHolder is nameHolder for the worker of index i, in the form the
-// planner takes.
-func (c *MPIJobController) workerNameHolder(job *kubeflow.MPIJob) func(int) elastic.Holder {
-	return func(i int) elastic.Holder { return c.nameHolder(job, workerName(job, i)) }
-}
 
 // jobPodLabels gives the labels by which the informers and selectors know
 // a pod of job's of the name given, for its launcher and its workers; nil
@@ -114,14 +74,4 @@ func jobNameOfPod(pod string) (string, bool) {
 		return "", false
 	}
 	return pod[:i], true
-}
-
-// blockedWorkers is the error of a fixed job some of whose worker names are
-// held by pods it does not control.
-func blockedWorkers(job *kubeflow.MPIJob, names []string) error {
-	errs := make([]error, len(names))
-	for i, n := range names {
-		errs[i] = reconcile.NewForeignError(owner(job), "Pod", n)
-	}
-	return errors.Join(errs...)
 }

@@ -244,7 +244,7 @@ func wakeEvents() []wakeEvent {
 						break
 					}
 				}
-				return func(c *MPIJobController) { c.handlePodDelete(gone) }
+				return func(c *MPIJobController) { c.podEvents.DeleteFunc(gone) }
 			},
 		},
 		{name: "replicas up", urgent: true, before: nothingBefore, after: resize(1)},
@@ -279,7 +279,7 @@ func podUpdate(pod *corev1.Pod, change func(*corev1.Pod)) func(c *MPIJobControll
 	old.ResourceVersion = "1"
 	change(pod)
 	pod.ResourceVersion = "2"
-	return func(c *MPIJobController) { c.handlePodUpdate(old, pod) }
+	return func(c *MPIJobController) { c.podEvents.UpdateFunc(old, pod) }
 }
 
 // listRunning rewrites the job's ConfigMap as the controller left it for

@@ -40,11 +40,12 @@ func TestDeletedJobLeavesNoMemory(t *testing.T) {
 	// The status write ended the wait, as every write does, so no sync
 	// leaves both behind; the next change of the counts starts it again.
 	c.StatusHold.Wait(key, f.clock.Now(), true)
-	// Worker 2 turns Running, the informer tells.
-	pending := existingWorkers(job, corev1.PodPending, 2)[0]
+	// Worker 1 turns Running, the informer tells (worker 2, whose creation
+	// the controller waits to see, would end that wait).
+	pending := existingWorkers(job, corev1.PodPending, 1)[0]
 	running := pending.DeepCopy()
 	running.Status.Phase, running.ResourceVersion = corev1.PodRunning, "2"
-	c.handlePodUpdate(pending, running)
+	c.podEvents.UpdateFunc(pending, running)
 	for _, s := range c.memory {
 		if !s.Holds(key) {
 			t.Errorf("%T remembers nothing of the job: the test does not show that it is forgotten", s)

@@ -101,20 +101,8 @@ func replicaStatus(status *common.JobStatus, rt common.ReplicaType) *common.Repl
 // job, whatever its index.
 func countWorkers(job *kubeflow.MPIJob, workers []*corev1.Pod) {
 	rs := replicaStatus(&job.Status, kubeflow.MPIReplicaTypeWorker)
-	rs.Active, rs.Succeeded, rs.Failed = 0, 0, 0
 	rs.Selector = workerSelector(job).String()
-	for _, p := range workers {
-		switch p.Status.Phase {
-		case corev1.PodRunning:
-			if p.DeletionTimestamp == nil {
-				rs.Active++
-			}
-		case corev1.PodSucceeded:
-			rs.Succeeded++
-		case corev1.PodFailed:
-			rs.Failed++
-		}
-	}
+	rs.Active, rs.Succeeded, rs.Failed = reconcile.CountPhases(workers)
 }
 
 // countLauncher fills the Launcher replica status. Failed is not derived

@@ -98,7 +98,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 	if err := c.Engine.Adopt(ctx, engineJob(job, now.Time), c.jobPods(job, launcher, ws), jobPodLabels(job)); err != nil {
 		return 0, err
 	}
-	plan := elastic.PlanWorkers(c.planSpec(job, obs.listed), ws, obs.recorded.NextIndex, c.workerNameHolder(job), now.Time)
+	plan := elastic.PlanWorkers(c.planSpec(job, obs.listed), ws, obs.recorded.NextIndex, c.holders.Of(job, workerNamer(job)), now.Time)
 	h := c.hooks(job, &launcher, obs.belowMin.Since)
 	h.Beside = []func(context.Context, elastic.Plan, bool) error{
 		func(ctx context.Context, plan elastic.Plan, settled bool) error {
@@ -115,9 +115,6 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 	ej := engineJob(job, now.Time)
 	ej.Seen = obs.seen
 	acted, err := c.Engine.Act(ctx, ej, ws, plan, h)
-	if acted.Written {
-		c.observeDiscovery(jobKey(job), ws, plan.Hosts.Running)
-	}
 	// Workers planned despite an error (the names that pods of someone
 	// else's hold block the others only) are created; the launcher waits.
 	if err != nil || acted.GaveWay {
@@ -134,7 +131,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, obs *observed, n
 	updateResizing(job, ws, plan, now)
 	deadline, _ := deadlineLeft(job, now)
 	return elastic.Sooner(elastic.Sooner(acted.Requeue, obs.belowMin.Left), deadline),
-		errors.Join(blockedWorkers(job, plan.Blocked), engine.AtBound(jobKey(job), plan, c.maxWorkerPods()))
+		errors.Join(reconcile.ForeignPods(owner(job), plan.Blocked), engine.AtBound(jobKey(job), plan, c.maxWorkerPods()))
 }
 
 // checkSpec validates the job. A job that has not started fails with an

@@ -189,21 +189,21 @@ func TestPodEventsAreUrgentWhenDiscoverabilityChanges(t *testing.T) {
 		event func(c *MPIJobController)
 		want  int
 	}{
-		{"turns Running", func(c *MPIJobController) { c.handlePodUpdate(pending, running) }, 1},
-		{"marked draining", func(c *MPIJobController) { c.handlePodUpdate(running, draining) }, 1},
-		{"fails", func(c *MPIJobController) { c.handlePodUpdate(running, failed) }, 1},
-		{"other change", func(c *MPIJobController) { c.handlePodUpdate(running, relabelled) }, 0},
-		{"launcher turns Running", func(c *MPIJobController) { c.handlePodUpdate(launcher, runningLauncher) }, 0},
-		{"worker created", func(c *MPIJobController) { c.handlePodAdd(pending) }, 0},
-		{"running worker deleted", func(c *MPIJobController) { c.handlePodDelete(running) }, 1},
-		{"pending worker deleted", func(c *MPIJobController) { c.handlePodDelete(pending) }, 0},
+		{"turns Running", func(c *MPIJobController) { c.podEvents.UpdateFunc(pending, running) }, 1},
+		{"marked draining", func(c *MPIJobController) { c.podEvents.UpdateFunc(running, draining) }, 1},
+		{"fails", func(c *MPIJobController) { c.podEvents.UpdateFunc(running, failed) }, 1},
+		{"other change", func(c *MPIJobController) { c.podEvents.UpdateFunc(running, relabelled) }, 0},
+		{"launcher turns Running", func(c *MPIJobController) { c.podEvents.UpdateFunc(launcher, runningLauncher) }, 0},
+		{"worker created", func(c *MPIJobController) { c.podEvents.AddFunc(pending) }, 0},
+		{"running worker deleted", func(c *MPIJobController) { c.podEvents.DeleteFunc(running) }, 1},
+		{"pending worker deleted", func(c *MPIJobController) { c.podEvents.DeleteFunc(pending) }, 0},
 		{"deleted as the files waited for", func(c *MPIJobController) {
 			c.Expectations.ExpectChange("ns/pi", pending.UID, reconcile.ShowsDeletion)
-			c.handlePodDelete(pending)
+			c.podEvents.DeleteFunc(pending)
 		}, 1},
 		{"marked as the files waited for", func(c *MPIJobController) {
 			c.Expectations.ExpectChange("ns/pi", relabelled.UID, func(metav1.Object) bool { return true })
-			c.handlePodUpdate(running, relabelled)
+			c.podEvents.UpdateFunc(running, relabelled)
 		}, 1},
 	}
 	for _, tc := range cases {

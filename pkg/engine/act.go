@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
@@ -39,6 +40,10 @@ type Engine struct {
 	// their own.
 	Creations reconcile.PodWrites
 	Steps     ScaleSteps
+	// Running remembers when the workers turned Running (PodEvents), and
+	// Clock tells how long ago when they are listed.
+	Running RunningSince
+	Clock   clock.PassiveClock
 	// Pace keeps each job's writes of its files and the objects beside
 	// them to a byte rate; nil means no pacing.
 	Pace *Pace
@@ -146,6 +151,7 @@ func (e *Engine) Act(ctx context.Context, job Job, ws []elastic.Worker, plan ela
 		return out, err
 	}
 	if out.Written {
+		e.observeDiscovery(key, ws, plan.Hosts.Running)
 		if out.GaveWay = e.givingWay(key); out.GaveWay {
 			return out, nil
 		}

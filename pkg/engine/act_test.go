@@ -87,7 +87,7 @@ func newActFixture(t *testing.T, workers int) *actFixture {
 	})
 	writes := reconcile.PodWrites{Client: f.client, Lister: corelisters.NewPodLister(indexer),
 		Expectations: reconcile.NewExpectations(testingclock.NewFakePassiveClock(testNow))}
-	f.engine = &Engine{Pods: writes, Creations: writes}
+	f.engine = &Engine{Pods: writes, Creations: writes, Clock: testingclock.NewFakePassiveClock(testNow)}
 	return f
 }
 

@@ -60,7 +60,7 @@ func NewBase(kube, creations kubernetes.Interface, pods corelisters.PodLister, r
 	b := &Base{Queue: reconcile.NewQueue(), Recorder: recorder, Clock: clk, Expectations: reconcile.NewExpectations(clk)}
 	b.Health = reconcile.NewHealth(clk, b.Queue.Len)
 	b.Pods = reconcile.PodWrites{Client: kube, Lister: pods, Expectations: b.Expectations}
-	b.Engine = &Engine{Pods: b.Pods, Creations: b.Pods, Pace: &Pace{}, GiveWay: b.Queue.UrgentAgain}
+	b.Engine = &Engine{Pods: b.Pods, Creations: b.Pods, Pace: &Pace{}, GiveWay: b.Queue.UrgentAgain, Clock: clk}
 	if creations != nil {
 		b.Engine.Creations.Client = creations
 	}
@@ -70,7 +70,7 @@ func NewBase(kube, creations kubernetes.Interface, pods corelisters.PodLister, r
 // Stores are the stores of the Base that remember jobs, for the
 // controller's reconcile.JobMemory.
 func (b *Base) Stores() reconcile.JobMemory {
-	return reconcile.JobMemory{b.Expectations, &b.StatusWrites, &b.StatusHold, &b.Engine.Steps, b.Engine.Pace}
+	return reconcile.JobMemory{b.Expectations, &b.StatusWrites, &b.StatusHold, &b.Engine.Steps, &b.Engine.Running, b.Engine.Pace}
 }
 
 // NewRecorder returns a recorder of component's events, which go to the API

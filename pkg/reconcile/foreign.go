@@ -38,3 +38,13 @@ func (e *ForeignError) Error() string {
 
 // Is makes every ForeignError match ErrResourceExists.
 func (e *ForeignError) Is(target error) bool { return target == ErrResourceExists }
+
+// ForeignPods is the error of owner's pods whose names pods of others hold:
+// a ForeignError for each name.
+func ForeignPods(owner Owner, names []string) error {
+	errs := make([]error, len(names))
+	for i, n := range names {
+		errs[i] = NewForeignError(owner, "Pod", n)
+	}
+	return errors.Join(errs...)
+}

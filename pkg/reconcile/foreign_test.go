@@ -54,3 +54,18 @@ func TestForeignError(t *testing.T) {
 		t.Error("a plain error is ErrResourceExists")
 	}
 }
+
+func TestForeignPods(t *testing.T) {
+	if err := ForeignPods(testOwner, nil); err != nil {
+		t.Errorf("no names: %v, want nil", err)
+	}
+	err := ForeignPods(testOwner, []string{"pi-worker-0", "pi-worker-3"})
+	want := `Pod "pi-worker-0" already exists and is not managed by MPIJob pi` + "\n" +
+		`Pod "pi-worker-3" already exists and is not managed by MPIJob pi`
+	if err == nil || err.Error() != want {
+		t.Errorf("two names: %v, want %q", err, want)
+	}
+	if !errors.Is(err, ErrResourceExists) {
+		t.Error("the error is not ErrResourceExists")
+	}
+}

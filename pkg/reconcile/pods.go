@@ -148,3 +148,22 @@ func (w *PodWrites) Delete(ctx context.Context, owner Owner, pod *corev1.Pod) er
 	}
 	return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 }
+
+// CountPhases counts pods as a replica status does: the Running ones that
+// are not being deleted are active; the Succeeded and Failed ones count
+// whether or not they are.
+func CountPhases(pods []*corev1.Pod) (active, succeeded, failed int32) {
+	for _, p := range pods {
+		switch p.Status.Phase {
+		case corev1.PodRunning:
+			if p.DeletionTimestamp == nil {
+				active++
+			}
+		case corev1.PodSucceeded:
+			succeeded++
+		case corev1.PodFailed:
+			failed++
+		}
+	}
+	return active, succeeded, failed
+}

@@ -213,3 +213,23 @@ func TestRestartPolicyOf(t *testing.T) {
 		}
 	}
 }
+
+func TestCountPhases(t *testing.T) {
+	pod := func(phase corev1.PodPhase, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{Status: corev1.PodStatus{Phase: phase}}
+		if deleting {
+			p.DeletionTimestamp = &metav1.Time{}
+		}
+		return p
+	}
+	pods := []*corev1.Pod{
+		pod(corev1.PodRunning, false), pod(corev1.PodRunning, false), pod(corev1.PodRunning, true),
+		pod(corev1.PodSucceeded, false), pod(corev1.PodSucceeded, true),
+		pod(corev1.PodFailed, true),
+		pod(corev1.PodPending, false), pod(corev1.PodUnknown, false),
+	}
+	active, succeeded, failed := CountPhases(pods)
+	if active != 2 || succeeded != 2 || failed != 1 {
+		t.Errorf("CountPhases: active %d, succeeded %d, failed %d; want 2, 2, 1", active, succeeded, failed)
+	}
+}

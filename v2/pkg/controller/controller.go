@@ -20,7 +20,6 @@ import (
 	volcanoclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	volcanolisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
-	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
@@ -51,9 +50,9 @@ type MPIJobController struct {
 	secretLister   corelisters.SecretLister
 	launcherLister batchlisters.JobLister
 	sliceIndexer   cache.Indexer // EndpointSlices by byServiceName
-	// otherPods are the pods the operator does not label, metadata only,
-	// and strays indexes them by reconcile.ByControllerUID.
-	otherPods         cache.GenericLister
+	// holders finds who holds a worker's name, and strays indexes the pods
+	// the operator does not label by reconcile.ByControllerUID.
+	holders           engine.Holders
 	strays            cache.Indexer
 	volcanoGroups     volcanolisters.PodGroupLister // nil unless volcano gangs
 	schedPluginGroups schedlisters.PodGroupLister   // nil unless scheduler-plugins gangs
@@ -61,6 +60,9 @@ type MPIJobController struct {
 	// Base is the queue, the recorder, the engine and the rest of the
 	// machinery that both operators' controllers share.
 	*engine.Base
+
+	// podEvents are the handlers of the pod informer.
+	podEvents cache.ResourceEventHandlerFuncs
 
 	// memory lists the Base's stores: all that the controller remembers of
 	// a job, forgotten at once when it is deleted.
@@ -121,12 +123,14 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		secretLister:   secrets.Lister(),
 		launcherLister: launchers.Lister(),
 		sliceIndexer:   slices.Informer().GetIndexer(),
-		otherPods:      others.Lister(),
+		holders:        engine.Holders{Others: others.Lister()},
 		strays:         others.Informer().GetIndexer(),
 	}
+	c.holders.Pods = c.podLister
 	c.Base = engine.NewBase(kube, cfg.Clients.Creations, c.podLister, recorder, clk)
 	c.Engine.Pace.BytesPerSecond = cfg.WriteBytesPerSecond
 	c.memory = c.Stores()
+	c.podEvents = c.PodEvents(podJob, isWorker)
 
 	// everyEvent handles adds, updates and deletes alike.
 	everyEvent := func(handle func(any)) cache.ResourceEventHandler {
@@ -138,11 +142,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 			UpdateFunc: c.handleJobUpdate,
 			DeleteFunc: c.enqueueJob,
 		},
-		pods.Informer(): podcache.Events(cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.handlePod,
-			UpdateFunc: c.handlePodUpdate,
-			DeleteFunc: c.handlePodGone,
-		}),
+		pods.Informer(): c.podEvents,
 		// A pod that holds a worker's name matters when it comes and when
 		// it goes: the worker may be created then.
 		others.Informer():    cache.ResourceEventHandlerFuncs{AddFunc: c.handleOtherPod, DeleteFunc: c.handleOtherPod},
@@ -234,51 +234,6 @@ func podJob(pod *corev1.Pod) (string, bool) {
 		return pod.Namespace + "/" + name, true
 	}
 	return "", false
-}
-
-// handlePod observes a pod that the informer lists or that was created,
-// and enqueues its job.
-func (c *MPIJobController) handlePod(obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		c.observePod(pod, false)
-	}
-}
-
-// handlePodUpdate is handlePod, urgent for a worker whose discoverability
-// changed.
-func (c *MPIJobController) handlePodUpdate(oldObj, newObj any) {
-	newPod, ok := newObj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	oldPod, ok := oldObj.(*corev1.Pod)
-	c.observePod(newPod, ok && elastic.DiscoverabilityChanged(oldPod, newPod, isWorker))
-}
-
-// observePod tells the expectations of pod, as it is now, and enqueues its
-// job, urgently when urgent or when the pod shows the last of the
-// controller's own changes that the job's files waited for.
-func (c *MPIJobController) observePod(pod *corev1.Pod, urgent bool) {
-	if key, ok := podJob(pod); ok {
-		c.Expectations.ObserveCreate(key, pod.Name)
-		settled := c.Expectations.Observe(key, pod)
-		c.EnqueueChange(key, urgent, settled)
-	}
-}
-
-// handlePodGone tells the expectations that a pod is gone and enqueues its
-// job, urgently when discover_hosts.sh may have listed it or the job's
-// files waited for it to go.
-func (c *MPIJobController) handlePodGone(obj any) {
-	pod, ok := untombstone(obj).(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if key, ok := podJob(pod); ok {
-		c.Expectations.ObserveCreate(key, pod.Name)
-		settled := c.Expectations.ObserveGone(key, pod.UID)
-		c.EnqueueChange(key, elastic.DiscoverabilityChanged(pod, nil, isWorker), settled)
-	}
 }
 
 // handleSlice enqueues the job whose Service an EndpointSlice belongs to:

@@ -72,10 +72,10 @@ func TestEventsEnqueueTheirJob(t *testing.T) {
 		obj    any
 		want   bool
 	}{
-		"worker":                  {f.c.handlePod, worker, true},
-		"launcher pod":            {f.c.handlePod, launcherPod, true},
-		"worker gone (tombstone)": {f.c.handlePodGone, cache.DeletedFinalStateUnknown{Obj: worker}, true},
-		"pod of no job":           {f.c.handlePod, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x"}}, false},
+		"worker":                  {f.c.podEvents.AddFunc, worker, true},
+		"launcher pod":            {f.c.podEvents.AddFunc, launcherPod, true},
+		"worker gone (tombstone)": {f.c.podEvents.DeleteFunc, cache.DeletedFinalStateUnknown{Obj: worker}, true},
+		"pod of no job":           {f.c.podEvents.AddFunc, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x"}}, false},
 		"slice":                   {func(obj any) { f.c.handleSlice(obj, true) }, slice, true},
 		"slice of another app":    {func(obj any) { f.c.handleSlice(obj, true) }, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Labels: map[string]string{labelApp: "web"}}}, false},
 		"stranger on a worker":    {f.c.handleOtherPod, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-worker-3"}}, true},

@@ -85,11 +85,11 @@ func TestEventsThatChangeTheScriptAreUrgent(t *testing.T) {
 		event func()
 		want  int
 	}{
-		{"worker turns Running", func() { f.c.handlePodUpdate(worker, running) }, urgent},
-		{"worker relabelled", func() { f.c.handlePodUpdate(worker, relabelled) }, plain},
-		{"Running worker listed by the informer", func() { f.c.handlePod(running) }, plain},
-		{"Running worker deleted", func() { f.c.handlePodGone(running) }, urgent},
-		{"Pending worker deleted", func() { f.c.handlePodGone(worker) }, plain},
+		{"worker turns Running", func() { f.c.podEvents.UpdateFunc(worker, running) }, urgent},
+		{"worker relabelled", func() { f.c.podEvents.UpdateFunc(worker, relabelled) }, plain},
+		{"Running worker listed by the informer", func() { f.c.podEvents.AddFunc(running) }, plain},
+		{"Running worker deleted", func() { f.c.podEvents.DeleteFunc(running) }, urgent},
+		{"Pending worker deleted", func() { f.c.podEvents.DeleteFunc(worker) }, plain},
 		{"worker replicas changed", func() { f.c.handleJobUpdate(stored, scaled) }, urgent},
 		{"other change of the job", func() { f.c.handleJobUpdate(stored, suspended) }, plain},
 		{"EndpointSlice of the job's Service", func() { f.c.handleSlice(slice, true) }, urgent},

@@ -225,11 +225,11 @@ func (f *fixture) refreshPods() {
 	replace(f.t, f.inf.otherPodsInformer().Informer(), others)
 	for uid, p := range f.cached {
 		if now[uid] == nil {
-			f.c.handlePodGone(p)
+			f.c.podEvents.DeleteFunc(p)
 		}
 	}
 	for _, p := range now {
-		f.c.handlePod(p)
+		f.c.podEvents.AddFunc(p)
 	}
 	f.cached = now
 }

@@ -249,19 +249,19 @@ func wakeEvents() []wakeEvent {
 			f.setPhase(corev1.PodRunning, w.Name)
 			f.publish("job", runningWorkers(f)...)
 			return func() {
-				f.c.handlePodUpdate(w, f.cachedPod(t, w.Name))
+				f.c.podEvents.UpdateFunc(w, f.cachedPod(t, w.Name))
 				f.c.handleSlice(f.cachedSlice(t), true)
 			}
 		}},
 		{name: "worker fails", apply: func(t *testing.T, f *fixture) func() {
 			w := workerIn(t, f, corev1.PodRunning, false)
 			f.setPhase(corev1.PodFailed, w.Name)
-			return func() { f.c.handlePodUpdate(w, f.cachedPod(t, w.Name)) }
+			return func() { f.c.podEvents.UpdateFunc(w, f.cachedPod(t, w.Name)) }
 		}},
 		{name: "worker goes away", apply: func(t *testing.T, f *fixture) func() {
 			w := workerIn(t, f, corev1.PodRunning, false)
 			must(t, f.kube.CoreV1().Pods("ns").Delete(f.ctx, w.Name, metaDelete))
-			return func() { f.c.handlePodGone(w) }
+			return func() { f.c.podEvents.DeleteFunc(w) }
 		}},
 		{name: "replicas up", apply: resize(1)},
 		{name: "replicas down", apply: resize(-1)},
@@ -271,7 +271,7 @@ func wakeEvents() []wakeEvent {
 			p.Labels["touched"] = "yes"
 			_, err := f.kube.CoreV1().Pods("ns").Update(f.ctx, p, metaUpdate)
 			must(t, err)
-			return func() { f.c.handlePodUpdate(old, f.cachedPod(t, p.Name)) }
+			return func() { f.c.podEvents.UpdateFunc(old, f.cachedPod(t, p.Name)) }
 		}},
 		{name: "resync", apply: func(t *testing.T, f *fixture) func() {
 			return func() {

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -134,14 +133,4 @@ func (c *MPIJobController) launcherRunning(job *v2beta1.MPIJob, launcher *batchv
 		}
 	}
 	return false
-}
-
-// blockedWorkers is the error of a fixed job some of whose worker names
-// pods it does not control hold.
-func blockedWorkers(job *v2beta1.MPIJob, names []string) error {
-	errs := make([]error, 0, len(names))
-	for _, n := range names {
-		errs = append(errs, reconcile.NewForeignError(owner(job), "Pod", n))
-	}
-	return errors.Join(errs...)
 }

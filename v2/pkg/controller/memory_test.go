@@ -2,6 +2,8 @@ package controller
 
 import (
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestDeletedJobLeavesNoMemory plays a job through what makes the
@@ -20,6 +22,12 @@ func TestDeletedJobLeavesNoMemory(t *testing.T) {
 	f.holdStatus = true
 	f.sync()
 	f.c.StatusHold.Wait(testKey, f.clock.Now(), true)
+	// Worker 0 turns Running, the informer tells; worker 1's creation is
+	// still to be seen.
+	pending := f.pod("job-worker-0")
+	running := pending.DeepCopy()
+	running.Status.Phase, running.ResourceVersion = corev1.PodRunning, "2"
+	f.c.podEvents.UpdateFunc(pending, running)
 	for _, s := range f.c.memory {
 		if !s.Holds(testKey) {
 			t.Errorf("%T remembers nothing of the job: the test does not show that it is forgotten", s)

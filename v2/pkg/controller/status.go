@@ -56,13 +56,7 @@ func countWorkers(job *v2beta1.MPIJob, pods []*corev1.Pod) {
 	rs := replicaStatus(&job.Status, v2beta1.MPIReplicaTypeWorker)
 	rs.LabelSelector = &metav1.LabelSelector{MatchLabels: podLabels(job, roleWorker)}
 	rs.Selector = workerSelector(job).String()
-	counts := map[corev1.PodPhase]int32{}
-	for _, p := range pods {
-		if p.DeletionTimestamp == nil || p.Status.Phase != corev1.PodRunning {
-			counts[p.Status.Phase]++
-		}
-	}
-	rs.Active, rs.Succeeded, rs.Failed = counts[corev1.PodRunning], counts[corev1.PodSucceeded], counts[corev1.PodFailed]
+	rs.Active, rs.Succeeded, rs.Failed = reconcile.CountPhases(pods)
 }
 
 // countLauncher fills the Launcher replica status from the launcher Job's.

@@ -147,7 +147,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *v2beta1.MPI
 		return 0, err
 	}
 	c.updateProgress(job, launcher, out, now)
-	return out.requeue, errors.Join(blockedWorkers(job, out.plan.Blocked),
+	return out.requeue, errors.Join(reconcile.ForeignPods(owner(job), out.plan.Blocked),
 		engine.AtBound(jobKey(job), out.plan, c.maxWorkerPods()))
 }
 

@@ -76,7 +76,7 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 	if out.files != nil {
 		recorded = elastic.ParseState(out.files.Annotations)
 	}
-	out.plan = elastic.PlanWorkers(out.spec, out.workers, recorded.NextIndex, c.holderOf(job), now.Time)
+	out.plan = elastic.PlanWorkers(out.spec, out.workers, recorded.NextIndex, c.holders.Of(job, func(i int) string { return workerName(job, i) }), now.Time)
 	clock := minReplicasClock(job, out.workers, recorded, now.Time)
 	if clock.Expired() {
 		ep := job.Spec.ElasticPolicy
