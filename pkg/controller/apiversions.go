@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
+	"github.com/kubeflow/mpi-operator/pkg/podcache"
 )
 
 // MPIJobs of another API version. A cluster that ran upstream's v2beta1
@@ -45,7 +46,7 @@ func isForeignVersion(apiVersion string) bool {
 func trimJob(obj any) (any, error) {
 	job, ok := obj.(*kubeflow.MPIJob)
 	if !ok {
-		return trimManagedFields(obj)
+		return podcache.DropManagedFields(obj)
 	}
 	var kept []metav1.ManagedFieldsEntry
 	if v, found := foreignAPIVersion(job); found {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
@@ -104,7 +105,7 @@ func BenchmarkCachedPod(b *testing.B) {
 		name      string
 		transform func(cache.Store) cache.TransformFunc
 	}{
-		{"managed fields dropped", func(cache.Store) cache.TransformFunc { return trimManagedFields }},
+		{"managed fields dropped", func(cache.Store) cache.TransformFunc { return podcache.DropManagedFields }},
 		{"trimmed", func(cache.Store) cache.TransformFunc {
 			return func(o any) (any, error) { return trimPod(o.(*corev1.Pod)), nil }
 		}},
@@ -152,7 +153,7 @@ func BenchmarkGetWorkers(b *testing.B) {
 		name      string
 		transform func(cache.Store) cache.TransformFunc
 	}{
-		{"whole pods", func(cache.Store) cache.TransformFunc { return trimManagedFields }},
+		{"whole pods", func(cache.Store) cache.TransformFunc { return podcache.DropManagedFields }},
 		{"cached records", func(s cache.Store) cache.TransformFunc { return newPodTrimmer(s).Transform }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

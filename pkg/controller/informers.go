@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -94,25 +93,19 @@ func NewInformers(kubeClient kubernetes.Interface, metaClient metadata.Interface
 			tolerant.InformerFunc[clientset.Interface](cfg.Clients.Jobs, jobResource(cfg.Namespace), inf.skippedJobs))
 	}
 	// Set before anything can start the informers, which refuse them after.
-	podcache.SetTransforms(inf.pods.Core().V1().Pods().Informer(), newPodTrimmer, inf.otherPodsInformer().Informer(), trimPodMetadata)
+	podcache.SetTransforms(inf.pods.Core().V1().Pods().Informer(), newPodTrimmer, inf.otherPodsInformer().Informer())
 	if volcanoClient != nil && cfg.GangSchedulerName != "" {
 		inf.volcano = volcanoinformers.NewSharedInformerFactoryWithOptions(volcanoClient, resyncNever,
 			volcanoinformers.WithNamespace(cfg.Namespace),
-			volcanoinformers.WithTransform(trimManagedFields))
+			volcanoinformers.WithTransform(podcache.DropManagedFields))
 	}
 	return inf
 }
 
 // jobResource tells pkg/tolerant how to list and decode MPIJobs.
 func jobResource(namespace string) tolerant.Resource {
-	return tolerant.Resource{
-		GVR:       kubeflow.SchemeGroupVersion.WithResource("mpijobs"),
-		Kind:      kubeflow.Kind,
-		Namespace: namespace,
-		Decoder:   mpischeme.Codecs.UniversalDeserializer(),
-		NewObject: func() runtime.Object { return &kubeflow.MPIJob{} },
-		NewList:   func() runtime.Object { return &kubeflow.MPIJobList{} },
-	}
+	return tolerant.ResourceOf[kubeflow.MPIJob, kubeflow.MPIJobList](kubeflow.SchemeGroupVersion.WithResource("mpijobs"),
+		kubeflow.Kind, namespace, mpischeme.Codecs.UniversalDeserializer())
 }
 
 // Start starts every informer the controller asked for.
@@ -138,13 +131,6 @@ func (i *Informers) Shutdown() {
 	if i.volcano != nil {
 		i.volcano.Shutdown()
 	}
-}
-
-func trimManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
-		m.GetObjectMeta().SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // trimRBAC keeps a Role or RoleBinding that an MPIJob controls whole but
@@ -229,18 +215,6 @@ func (i *Informers) otherPodsInformer() informers.GenericInformer {
 	return i.otherPods.ForResource(podsResource)
 }
 
-// trimPodMetadata keeps, of a pod that no MPIJob labels, what tells whether
-// it is in the way of a job's worker: its name, identity, controller and
-// deletion.
-func trimPodMetadata(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return obj, nil
-	}
-	m.ObjectMeta = podcache.Meta(&m.ObjectMeta, nil, nil)
-	return m, nil
-}
-
 // keep returns the entries of m under keys, or nil when there are none.
 func keep(m map[string]string, keys []string) map[string]string {
 	var out map[string]string
@@ -275,7 +249,7 @@ func trimLabelled(obj any) (any, error) {
 	case *corev1.ServiceAccount:
 		return &corev1.ServiceAccount{ObjectMeta: podcache.Meta(&o.ObjectMeta, o.Labels, nil)}, nil
 	}
-	return trimManagedFields(obj)
+	return podcache.DropManagedFields(obj)
 }
 
 // controlledByMPIJob tells whether m's controller is an MPIJob of group

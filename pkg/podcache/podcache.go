@@ -100,12 +100,31 @@ type Trimmer struct {
 
 // SetTransforms sets, before they start, the transforms of an operator's
 // two pod informers: pods, of the pods it labels, through the Trimmer that
-// newTrimmer makes for its store; others, of the rest, through trimOther.
-// Only a started informer refuses a transform.
-func SetTransforms(pods cache.SharedIndexInformer, newTrimmer func(cache.Store) *Trimmer,
-	others cache.SharedIndexInformer, trimOther cache.TransformFunc) {
+// newTrimmer makes for its store; others, of the metadata of the rest,
+// through TrimMetadata. Only a started informer refuses a transform.
+func SetTransforms(pods cache.SharedIndexInformer, newTrimmer func(cache.Store) *Trimmer, others cache.SharedIndexInformer) {
 	_ = pods.SetTransform(newTrimmer(pods.GetIndexer()).Transform)
-	_ = others.SetTransform(trimOther)
+	_ = others.SetTransform(TrimMetadata)
+}
+
+// TrimMetadata keeps, of the metadata of a pod the operator does not
+// label, what tells whether it holds a worker's name (Meta without labels
+// and annotations).
+func TrimMetadata(obj any) (any, error) {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		m.ObjectMeta = Meta(&m.ObjectMeta, nil, nil)
+	}
+	return obj, nil
+}
+
+// DropManagedFields is the transform of a cache whose objects the
+// controller reads whole but for their field managers, which no sync reads
+// and which are often the larger part of an object.
+func DropManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		m.GetObjectMeta().SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // NewTrimmer returns a transform for the informer whose store is store

@@ -199,3 +199,29 @@ func TestTrimmerShares(t *testing.T) {
 func sameMap(a, b map[string]string) bool {
 	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
+
+// TestTrimMetadata: of the metadata of another pod, the cache keeps what
+// tells whether it holds a worker's name: its identity, controller and
+// deletion, not its labels, annotations, other owners or field managers.
+func TestTrimMetadata(t *testing.T) {
+	deleted := metav1.Now()
+	controller := metav1.OwnerReference{Kind: "ReplicaSet", Name: "rs", UID: "rs-uid", Controller: ptr.To(true)}
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name: "pi-worker-0", Namespace: "ns", UID: "u", ResourceVersion: "7", DeletionTimestamp: &deleted,
+		Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"a": "b"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Other", Name: "o"}, controller},
+		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
+	}}
+	got, _ := TrimMetadata(m)
+	want := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name: "pi-worker-0", Namespace: "ns", UID: "u", ResourceVersion: "7", DeletionTimestamp: &deleted,
+		OwnerReferences: []metav1.OwnerReference{controller},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("TrimMetadata (-want +got):\n%s", diff)
+	}
+	if got, _ := DropManagedFields(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}); got.(*corev1.ConfigMap).ManagedFields != nil {
+		t.Error("DropManagedFields kept the field managers")
+	}
+}

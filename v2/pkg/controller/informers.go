@@ -98,7 +98,7 @@ func NewInformers(kube kubernetes.Interface, meta metadata.Interface, mpi client
 	}
 	inf := &Informers{
 		jobs: mpiinformers.NewSharedInformerFactoryWithOptions(mpi, resyncNever,
-			mpiinformers.WithNamespace(cfg.Namespace), mpiinformers.WithTransform(dropManagedFields)),
+			mpiinformers.WithNamespace(cfg.Namespace), mpiinformers.WithTransform(podcache.DropManagedFields)),
 		pods: informers.NewSharedInformerFactoryWithOptions(kube, resyncNever, informers.WithNamespace(cfg.Namespace),
 			selecting(labelOperatorName+"="+operatorName)),
 		labelled: informers.NewSharedInformerFactoryWithOptions(kube, resyncNever, informers.WithNamespace(cfg.Namespace),
@@ -113,21 +113,21 @@ func NewInformers(kube kubernetes.Interface, meta metadata.Interface, mpi client
 			tolerant.InformerFunc[clientset.Interface](cfg.Clients.Jobs, jobResource(cfg.Namespace), inf.skippedJobs))
 	}
 	// Set before anything can start the informers, which refuse them after.
-	podcache.SetTransforms(inf.pods.Core().V1().Pods().Informer(), newPodTrimmer, inf.otherPodsInformer().Informer(), trimOtherPod)
+	podcache.SetTransforms(inf.pods.Core().V1().Pods().Informer(), newPodTrimmer, inf.otherPodsInformer().Informer())
 	switch cfg.gang().kind {
 	case gangVolcano:
 		if volcano != nil {
 			inf.volcano = volcanoinformers.NewSharedInformerFactoryWithOptions(volcano, resyncNever,
 				volcanoinformers.WithNamespace(cfg.Namespace), volcanoinformers.WithTweakListOptions(
 					func(o *metav1.ListOptions) { o.LabelSelector = labelApp }),
-				volcanoinformers.WithTransform(dropManagedFields))
+				volcanoinformers.WithTransform(podcache.DropManagedFields))
 		}
 	case gangSchedulerPlugins:
 		if schedPlugins != nil {
 			inf.schedPlugins = schedinformers.NewSharedInformerFactoryWithOptions(schedPlugins, resyncNever,
 				schedinformers.WithNamespace(cfg.Namespace), schedinformers.WithTweakListOptions(
 					func(o *metav1.ListOptions) { o.LabelSelector = labelApp }),
-				schedinformers.WithTransform(dropManagedFields))
+				schedinformers.WithTransform(podcache.DropManagedFields))
 		}
 	}
 	return inf
@@ -208,15 +208,6 @@ func trimPod(pod *corev1.Pod) *podcache.Pod {
 	return (&podcache.Pod{ObjectMeta: podcache.Meta(&pod.ObjectMeta, labels, pod.Annotations)}).Status(pod)
 }
 
-// dropManagedFields is the transform of every cache: no sync reads the
-// field managers, and they are often the larger part of an object.
-func dropManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
-		m.GetObjectMeta().SetManagedFields(nil)
-	}
-	return obj, nil
-}
-
 // trimChild keeps of an "app"-labelled object what the controller reads.
 // Every namespace's tenants may label their objects "app", and a ConfigMap
 // may hold a MiB: so an object that no MPIJob controls keeps only what tells
@@ -235,7 +226,7 @@ func trimChild(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok && !controlledByAJob(m) {
 		trimForeign(obj)
 	}
-	return dropManagedFields(obj)
+	return podcache.DropManagedFields(obj)
 }
 
 // controlledByAJob tells whether an MPIJob (of any version) controls m.
@@ -309,28 +300,6 @@ func asPublished(obj any) *publishedNames {
 		return trimSlice(o)
 	}
 	return nil
-}
-
-// trimOtherPod keeps, of a pod the operator does not label, what tells
-// whether it is in the way of a worker: name, identity, controller and
-// deletion.
-func trimOtherPod(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return obj, nil
-	}
-	kept := metav1.ObjectMeta{
-		Name:              m.Name,
-		Namespace:         m.Namespace,
-		UID:               m.UID,
-		ResourceVersion:   m.ResourceVersion,
-		DeletionTimestamp: m.DeletionTimestamp,
-	}
-	if ref := metav1.GetControllerOf(m); ref != nil {
-		kept.OwnerReferences = []metav1.OwnerReference{*ref}
-	}
-	m.ObjectMeta = kept
-	return m, nil
 }
 
 // byServiceName indexes EndpointSlices by "<namespace>/<service>".

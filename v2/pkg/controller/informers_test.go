@@ -70,7 +70,7 @@ func TestTransforms(t *testing.T) {
 		t.Errorf("trimmed EndpointSlice: %s", cmp.Diff(wantSlice, out))
 	}
 
-	trimmed, _ := trimOtherPod(m)
+	trimmed, _ := podcache.TrimMetadata(m)
 	got := trimmed.(*metav1.PartialObjectMetadata)
 	if got.Labels != nil || got.Annotations != nil || len(got.OwnerReferences) != 1 || got.OwnerReferences[0].Name != "rs" || got.UID != "u" {
 		t.Errorf("trimmed pod metadata %+v", got.ObjectMeta)
