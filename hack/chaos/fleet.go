@@ -80,16 +80,16 @@ var identityRe = regexp.MustCompile(`"Waiting to become the leader".* identity="
 
 // readIdentity finds the replica's leader-election identity in its log.
 func readIdentity(ctx context.Context, path string) string {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	var id string
+	_ = harness.Poller{}.Until(ctx, 30*time.Second, func() (bool, error) {
 		if b, err := os.ReadFile(path); err == nil {
 			if m := identityRe.FindSubmatch(b); m != nil {
-				return string(m[1])
+				id = string(m[1])
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return ""
+		return id != "", nil
+	})
+	return id
 }
 
 // supervise keeps one replica running until ctx ends.

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubeflow/mpi-operator/test/harness"
 )
@@ -175,47 +174,41 @@ func waitForWorkers(ctx context.Context, t *testing.T, n int) []string {
 		names = append(names, fmt.Sprintf("%s-worker-%d", job, i))
 	}
 	want := slotsOf(names)
-	var seen string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		pods, err := env.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "mpi-job-role=worker,mpi-job-name=" + job})
-		if err != nil {
-			seen = err.Error()
-			return false, nil
-		}
-		var running []string
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				running = append(running, p.Name)
+	harness.Eventually(t, harness.Poller{Every: 200 * time.Millisecond}, waitTimeout,
+		fmt.Sprintf("%d workers Running, listed and granted exec", n), func() (bool, string) {
+			pods, err := env.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "mpi-job-role=worker,mpi-job-name=" + job})
+			if err != nil {
+				return false, err.Error()
 			}
-		}
-		slices.Sort(running)
-		cm, err := env.Kube.CoreV1().ConfigMaps(namespace).Get(ctx, job+"-config", metav1.GetOptions{})
-		if err != nil {
-			seen = err.Error()
-			return false, nil
-		}
-		role, err := env.Kube.RbacV1().Roles(namespace).Get(ctx, job+"-launcher", metav1.GetOptions{})
-		if err != nil {
-			seen = err.Error()
-			return false, nil
-		}
-		granted := execGranted(role.Rules)
-		seen = fmt.Sprintf("running %v, exec granted on %v, hostfile:\n%sdiscover_hosts.sh:\n%s",
-			running, granted, cm.Data["hostfile"], cm.Data["discover_hosts.sh"])
-		_, inHostfile, err1 := hostSlots(cm.Data["hostfile"])
-		var echoed []string
-		for _, line := range strings.Split(cm.Data["discover_hosts.sh"], "\n") {
-			if host, ok := strings.CutPrefix(line, "echo "); ok {
-				echoed = append(echoed, host)
+			var running []string
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+					running = append(running, p.Name)
+				}
 			}
-		}
-		_, discovered, err2 := hostSlots(strings.Join(echoed, "\n"))
-		return err1 == nil && err2 == nil && cmp.Equal(running, sortedKeys(want)) &&
-			cmp.Equal(inHostfile, want) && cmp.Equal(discovered, want) && cmp.Equal(granted, sortedKeys(want)), nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %d workers Running, listed and granted exec: %v; last seen: %s", n, err, seen)
-	}
+			slices.Sort(running)
+			cm, err := env.Kube.CoreV1().ConfigMaps(namespace).Get(ctx, job+"-config", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			role, err := env.Kube.RbacV1().Roles(namespace).Get(ctx, job+"-launcher", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			granted := execGranted(role.Rules)
+			seen := fmt.Sprintf("running %v, exec granted on %v, hostfile:\n%sdiscover_hosts.sh:\n%s",
+				running, granted, cm.Data["hostfile"], cm.Data["discover_hosts.sh"])
+			_, inHostfile, err1 := hostSlots(cm.Data["hostfile"])
+			var echoed []string
+			for _, line := range strings.Split(cm.Data["discover_hosts.sh"], "\n") {
+				if host, ok := strings.CutPrefix(line, "echo "); ok {
+					echoed = append(echoed, host)
+				}
+			}
+			_, discovered, err2 := hostSlots(strings.Join(echoed, "\n"))
+			return err1 == nil && err2 == nil && cmp.Equal(running, sortedKeys(want)) &&
+				cmp.Equal(inHostfile, want) && cmp.Equal(discovered, want) && cmp.Equal(granted, sortedKeys(want)), seen
+		})
 	return names
 }
 

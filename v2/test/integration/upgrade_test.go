@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeflow/mpi-operator/test/harness"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // The tests of this file replace the CRD: each starts from none and ends
@@ -253,15 +253,11 @@ func TestCRDOverOwnV1Install(t *testing.T) {
 	if err := applyCRD(filepath.Join(suite.Root, "manifests", "base", "crd.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	var out string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		var err error
-		out, _, err = kubectlSplit("get", "-n", ns, "mpijobs.v1.kubeflow.org", "v1-job", "-o", "jsonpath={.spec.mainContainer}")
-		return err == nil && out == "worker", nil
-	})
-	if err != nil {
-		t.Errorf("spec.mainContainer of the v1 job through v1 after going back to the v1 CRD: %v %q", err, out)
-	}
+	harness.Eventually(t, harness.Poller{Every: 200 * time.Millisecond}, 30*time.Second,
+		"spec.mainContainer of the v1 job through v1 after going back to the v1 CRD", func() (bool, string) {
+			out, _, err := kubectlSplit("get", "-n", ns, "mpijobs.v1.kubeflow.org", "v1-job", "-o", "jsonpath={.spec.mainContainer}")
+			return err == nil && out == "worker", fmt.Sprintf("%q %v", out, err)
+		})
 }
 
 // TestOverlaysOverUpstreamInstalls applies each overlay with kubectl
