@@ -100,7 +100,7 @@ func TestForeignObjectWithoutLabelBlocksJob(t *testing.T) {
 				t.Fatalf("sync error %v, want a %s in the way", err, kind)
 			}
 			for _, a := range writes(f.kubeClient.Actions()) {
-				if a.verb == "create" && a.resource == "pods" {
+				if a.Verb == "create" && a.Resource == "pods" {
 					t.Errorf("pod created while blocked: %v", a)
 				}
 			}

@@ -47,7 +47,7 @@ func TestDrainStartsAfterTheUnlistingWrite(t *testing.T) {
 					t.Fatalf("sync error %v, want the refusal", err)
 				}
 				got := writes(f.kubeClient.Actions())
-				if diff := cmp.Diff(r.want, got, cmp.AllowUnexported(action{})); diff != "" {
+				if diff := cmp.Diff(r.want, got); diff != "" {
 					t.Errorf("requests with the %s refused, no victim marked (-want +got):\n%s", what, diff)
 				}
 

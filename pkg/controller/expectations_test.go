@@ -48,7 +48,7 @@ func TestStaleCacheRepeatsNoPodWrite(t *testing.T) {
 		t.Errorf("requeue = %v, want a look again after %v in case the event is lost", requeue, reconcile.ExpectationsTimeout)
 	}
 	for _, a := range writes(f.kubeClient.Actions()) {
-		if a.resource == "pods" {
+		if a.Resource == "pods" {
 			t.Errorf("second sync on a stale cache wrote %s", a)
 		}
 	}

@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +29,7 @@ import (
 	mpifake "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/fake"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
+	"github.com/kubeflow/mpi-operator/pkg/engine/enginetest"
 )
 
 // testNow is the fixed time of every sync test.
@@ -213,79 +212,45 @@ func (f *fixture) readyController(prepare func(*MPIJobController)) (context.Cont
 	return ctx, c
 }
 
-// action is the part of an API request a test checks.
-type action struct {
-	verb, resource, subresource, name string
-}
+// action is what a test checks of a write request.
+type action = enginetest.Action
 
-func (a action) String() string {
-	s := a.verb + " " + a.resource
-	if a.subresource != "" {
-		s += "/" + a.subresource
-	}
-	return s + " " + a.name
-}
+var (
+	create, update, del = enginetest.Create, enginetest.Update, enginetest.Delete
+	patchPod            = enginetest.PatchPod
+)
+
+// statusUpdate is the status write of the test job, which is always "pi".
+func statusUpdate() action { return enginetest.StatusUpdate("pi") }
 
 // writes returns the mutating requests a client received, in order.
-func writes(actions []core.Action) []action {
-	var out []action
-	for _, a := range actions {
-		switch a.GetVerb() {
-		case "get", "list", "watch":
-			continue
-		}
-		out = append(out, action{a.GetVerb(), a.GetResource().Resource, a.GetSubresource(), actionName(a)})
-	}
-	return out
-}
-
-func actionName(a core.Action) string {
-	switch a := a.(type) {
-	case core.CreateAction: // updates too: they carry the object alike
-		return a.GetObject().(metav1.Object).GetName()
-	case core.DeleteAction:
-		return a.GetName()
-	case core.PatchAction:
-		return a.GetName()
-	}
-	return ""
-}
+func writes(actions []core.Action) []action { return enginetest.Writes(actions) }
 
 // inIssueOrder sorts each run of consecutive writes that the controller may
 // send in parallel: writes of one verb to pods, or writes to the children
 // that come before the workers (ConfigMap, ServiceAccount, Role,
-// RoleBinding). The order between runs is kept and checked.
+// RoleBinding).
 func inIssueOrder(actions []action) []action {
-	out := slices.Clone(actions)
-	kind := func(a action) string {
-		switch a.resource {
+	return enginetest.InRuns(actions, func(a action) string {
+		switch a.Resource {
 		case "configmaps", "serviceaccounts", "roles", "rolebindings":
 			return "children"
 		}
-		return a.verb + " " + a.resource + "/" + a.subresource
-	}
-	for start := 0; start < len(out); {
-		end := start + 1
-		for end < len(out) && kind(out[end]) == kind(out[start]) {
-			end++
-		}
-		slices.SortFunc(out[start:end], func(x, y action) int { return strings.Compare(x.String(), y.String()) })
-		start = end
-	}
-	return out
+		return a.Verb + " " + a.Resource + "/" + a.Sub
+	})
 }
 
 func (f *fixture) expectKubeWrites(want ...action) {
 	f.t.Helper()
 	got := inIssueOrder(writes(f.kubeClient.Actions()))
-	if diff := cmp.Diff(inIssueOrder(want), got, cmp.AllowUnexported(action{}), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(inIssueOrder(want), got, cmpopts.EquateEmpty()); diff != "" {
 		f.t.Errorf("kube API writes (-want +got):\n%s", diff)
 	}
 }
 
 func (f *fixture) expectMPIWrites(want ...action) {
 	f.t.Helper()
-	if diff := cmp.Diff(want, writes(f.mpiClient.Actions()), cmp.AllowUnexported(action{}), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, writes(f.mpiClient.Actions()), cmpopts.EquateEmpty()); diff != "" {
 		f.t.Errorf("MPIJob API writes (-want +got):\n%s", diff)
 	}
 }
@@ -295,7 +260,7 @@ func createdObject[T runtime.Object](f *fixture, resource, name string) T {
 	f.t.Helper()
 	var zero T
 	for _, a := range f.kubeClient.Actions() {
-		if c, ok := a.(core.CreateAction); ok && a.GetResource().Resource == resource && actionName(a) == name {
+		if c, ok := a.(core.CreateAction); ok && a.GetVerb() == "create" && a.GetResource().Resource == resource && nameOf(a) == name {
 			return c.GetObject().(T)
 		}
 	}
@@ -309,7 +274,7 @@ func updatedObject[T runtime.Object](f *fixture, resource, name string) T {
 	var found T
 	ok := false
 	for _, a := range f.kubeClient.Actions() {
-		if u, isUpdate := a.(core.UpdateAction); isUpdate && a.GetResource().Resource == resource && actionName(a) == name {
+		if u, isUpdate := a.(core.UpdateAction); isUpdate && a.GetResource().Resource == resource && nameOf(a) == name {
 			found, ok = u.GetObject().(T), true
 		}
 	}
@@ -332,25 +297,13 @@ func (f *fixture) writtenStatus() common.JobStatus {
 }
 
 // events returns the recorded events, each "Type Reason Message".
-func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+func (f *fixture) events() []string { return enginetest.Events(f.recorder) }
+
+// nameOf is the name of the object a write request is about.
+func nameOf(a core.Action) string {
+	w, _ := enginetest.Of(a)
+	return w.Name
 }
-
-func create(resource, name string) action { return action{"create", resource, "", name} }
-func update(resource, name string) action { return action{"update", resource, "", name} }
-func patchPod(name string) action         { return action{"patch", "pods", "", name} }
-func del(resource, name string) action    { return action{"delete", resource, "", name} }
-
-// statusUpdate is the status write of the test job, which is always "pi".
-func statusUpdate() action { return action{"update", "mpijobs", "status", "pi"} }
 
 // newTestJob returns an MPIJob with a launcher and the given workers.
 func newTestJob(name string, workers int32) *kubeflow.MPIJob {

@@ -125,7 +125,7 @@ func TestForeignWorkerNameNeverGranted(t *testing.T) {
 				t.Errorf("exec granted (-want +got):\n%s", diff)
 			}
 			for _, a := range writes(f.kubeClient.Actions()) {
-				if a.name == "pi-worker-1" {
+				if a.Name == "pi-worker-1" {
 					t.Errorf("the foreign pod's name was written: %v", a)
 				}
 			}
@@ -173,7 +173,7 @@ func TestFixedJobWaitsWithItsLauncher(t *testing.T) {
 		t.Fatalf("sync error %v", err)
 	}
 	for _, a := range writes(f.kubeClient.Actions()) {
-		if a.resource == "pods" && a.name == "pi-launcher" {
+		if a.Resource == "pods" && a.Name == "pi-launcher" {
 			t.Errorf("launcher created while a worker name is held")
 		}
 	}

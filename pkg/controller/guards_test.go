@@ -115,7 +115,7 @@ func (f *fixture) expectNoWrites(path string, allowed []action) {
 
 func indexOf(actions []action, a action) int {
 	for i, b := range actions {
-		if cmp.Equal(a, b, cmp.AllowUnexported(action{})) {
+		if cmp.Equal(a, b) {
 			return i
 		}
 	}

@@ -869,7 +869,7 @@ func TestCreationsPerSyncAreBounded(t *testing.T) {
 	f.sync(job)
 	created := 0
 	for _, a := range writes(f.kubeClient.Actions()) {
-		if a.verb == "create" && a.resource == "pods" && a.name != "pi-launcher" {
+		if a.Verb == "create" && a.Resource == "pods" && a.Name != "pi-launcher" {
 			created++
 		}
 	}

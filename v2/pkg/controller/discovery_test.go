@@ -228,7 +228,7 @@ func TestSyncGivesWayAfterTheFiles(t *testing.T) {
 	})
 	f.c.Queue.Add(testKey)
 	f.c.ProcessNext(f.ctx, f.c.syncHandler)
-	f.expectWrites(action{"update", "configmaps", "", "job-config"})
+	f.expectWrites(update("configmaps", "job-config"))
 	key, priority, _ := f.c.Queue.GetWithPriority()
 	if key != testKey || priority != 1 {
 		t.Fatalf("queued %q at priority %d, want %q, urgently", key, priority, testKey)
@@ -239,8 +239,8 @@ func TestSyncGivesWayAfterTheFiles(t *testing.T) {
 	f.kube.ReactionChain = f.kube.ReactionChain[1:]
 	f.c.Queue.Add(testKey)
 	f.c.ProcessNext(f.ctx, f.c.syncHandler)
-	if w := f.writes(); !slices.Contains(w, action{"create", "pods", "", "job-worker-3"}) ||
-		!slices.Contains(w, action{"update", "mpijobs", "status", "job"}) {
+	if w := f.writes(); !slices.Contains(w, create("pods", "job-worker-3")) ||
+		!slices.Contains(w, statusUpdate()) {
 		t.Errorf("the next sync wrote %v, want the workers created and the status", w)
 	}
 }

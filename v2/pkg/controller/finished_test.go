@@ -35,7 +35,7 @@ func TestFinishedJobCleansUp(t *testing.T) {
 			if _, discover := f.files(); discover != script() {
 				t.Errorf("discover_hosts.sh = %q", discover)
 			}
-			if diff := cmp.Diff([]action{del("podgroups", "job")}, f.groups.writes, cmp.AllowUnexported(action{})); diff != "" {
+			if diff := cmp.Diff([]action{del("podgroups", "job")}, f.groups.writes); diff != "" {
 				t.Errorf("PodGroup writes (-want +got):\n%s", diff)
 			}
 		})

@@ -23,7 +23,6 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	metadatafake "k8s.io/client-go/metadata/fake"
-	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -36,6 +35,7 @@ import (
 	volcanotyped "volcano.sh/apis/pkg/client/clientset/versioned/typed/scheduling/v1beta1"
 
 	"github.com/kubeflow/mpi-operator/pkg/engine"
+	"github.com/kubeflow/mpi-operator/pkg/engine/enginetest"
 	"github.com/kubeflow/mpi-operator/pkg/podcache"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 	mpifake "github.com/kubeflow/mpi-operator/v2/pkg/client/clientset/versioned/fake"
@@ -286,96 +286,44 @@ func (f *fixture) step() time.Duration {
 	return f.sync()
 }
 
-// action is the part of a write request that tests check.
-type action struct{ verb, resource, sub, name string }
+// action is what a test checks of a write request.
+type action = enginetest.Action
 
-func (a action) String() string {
-	s := a.verb + " " + a.resource
-	if a.sub != "" {
-		s += "/" + a.sub
-	}
-	return s + " " + a.name
-}
+var (
+	create, update, del = enginetest.Create, enginetest.Update, enginetest.Delete
+	patchPod            = enginetest.PatchPod
+)
 
-func create(resource, name string) action {
-	return action{verb: "create", resource: resource, name: name}
-}
-func update(resource, name string) action {
-	return action{verb: "update", resource: resource, name: name}
-}
-func patchPod(name string) action      { return action{verb: "patch", resource: "pods", name: name} }
-func del(resource, name string) action { return action{verb: "delete", resource: resource, name: name} }
-func statusUpdate() action {
-	return action{verb: "update", resource: "mpijobs", sub: "status", name: "job"}
-}
+// statusUpdate is the status write of the test job, which is always "job".
+func statusUpdate() action { return enginetest.StatusUpdate("job") }
 
 // writes are the mutating requests the kube and MPIJob clientsets
 // received since the last refresh, in order; f.groups.writes has the
 // PodGroups'.
-func (f *fixture) writes() []action {
-	var out []action
-	for _, a := range f.kube.Actions() {
-		if w, ok := toAction(a); ok {
-			out = append(out, w)
-		}
-	}
-	for _, a := range f.mpi.Actions() {
-		if w, ok := toAction(a); ok {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-func toAction(a core.Action) (action, bool) {
-	w := action{verb: a.GetVerb(), resource: a.GetResource().Resource, sub: a.GetSubresource()}
-	switch a := a.(type) {
-	case core.CreateAction: // updates too
-		m, _ := meta.Accessor(a.GetObject())
-		w.name = m.GetName()
-	case core.DeleteAction:
-		w.name = a.GetName()
-	case core.PatchAction:
-		w.name = a.GetName()
-	default:
-		return w, false
-	}
-	return w, true
-}
+func (f *fixture) writes() []action { return enginetest.Writes(f.kube.Actions(), f.mpi.Actions()) }
 
 // expectWrites checks the writes since the last refresh. Runs of writes
 // that the controller sends in parallel (one verb on one resource) are
 // compared in name order.
 func (f *fixture) expectWrites(want ...action) {
 	f.t.Helper()
-	if diff := cmp.Diff(inRuns(want), inRuns(f.writes()), cmp.AllowUnexported(action{})); diff != "" {
+	if diff := cmp.Diff(inRuns(want), inRuns(f.writes())); diff != "" {
 		f.t.Errorf("writes (-want +got):\n%s", diff)
 	}
 }
 
-func inRuns(actions []action) []string {
-	out := make([]string, len(actions))
-	for i, a := range actions {
-		out[i] = a.String()
-	}
-	// The Service, the Secret and the PodGroup are written in parallel.
-	run := func(s string) string {
-		r := s[:strings.LastIndex(s, " ")]
-		switch r {
+// inRuns sorts each run of consecutive writes that the controller sends
+// in parallel: one verb on one resource, or the Service, the Secret and the
+// PodGroup.
+func inRuns(actions []action) []action {
+	return enginetest.InRuns(actions, func(a action) string {
+		switch r := a.Verb + " " + a.Resource; r {
 		case "create services", "create secrets", "update services":
 			return "children"
+		default:
+			return r + "/" + a.Sub
 		}
-		return r
-	}
-	for start := 0; start < len(out); {
-		end := start + 1
-		for end < len(out) && run(out[end]) == run(out[start]) {
-			end++
-		}
-		slices.Sort(out[start:end])
-		start = end
-	}
-	return out
+	})
 }
 
 // status is the test job's status as the clientset holds it.
@@ -397,13 +345,7 @@ func (f *fixture) condition(t v2beta1.JobConditionType) string {
 }
 
 // events are the events recorded since the last call, "Type Reason Message".
-func (f *fixture) events() []string {
-	out := make([]string, 0, len(f.recorder.Events))
-	for range len(f.recorder.Events) {
-		out = append(out, <-f.recorder.Events)
-	}
-	return out
-}
+func (f *fixture) events() []string { return enginetest.Events(f.recorder) }
 
 // hasEvent tells whether one of events starts with prefix.
 func hasEvent(events []string, prefix string) bool {
@@ -586,7 +528,7 @@ type groupClient[T metav1.Object] struct {
 }
 
 func (g groupClient[T]) write(verb string, obj T) (T, error) {
-	g.f.writes = append(g.f.writes, action{verb: verb, resource: "podgroups", name: obj.GetName()})
+	g.f.writes = append(g.f.writes, action{Verb: verb, Resource: "podgroups", Name: obj.GetName()})
 	if _, exists := g.store[obj.GetName()]; exists == (verb == "create") {
 		var zero T
 		gr := schema.GroupResource{Resource: "podgroups"}

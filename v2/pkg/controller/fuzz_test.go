@@ -79,13 +79,13 @@ func checkSyncInvariants(t *testing.T, fx *fixture, suspended bool) {
 		discover = cm.Data[discoverHostsKey]
 	}
 	for _, w := range fx.writes() {
-		if w.resource != "pods" {
+		if w.Resource != "pods" {
 			continue
 		}
-		if suspended && w.verb == "create" {
+		if suspended && w.Verb == "create" {
 			t.Errorf("suspended job: %v", w)
 		}
-		if w.verb == "delete" && strings.Contains(discover, "echo "+w.name+".") {
+		if w.Verb == "delete" && strings.Contains(discover, "echo "+w.Name+".") {
 			t.Errorf("%v while discover_hosts.sh lists it:\n%s", w, discover)
 		}
 	}

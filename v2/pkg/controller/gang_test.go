@@ -21,7 +21,7 @@ func TestVolcanoPodGroup(t *testing.T) {
 	f.cfg.GangSchedulerName = "volcano"
 	f.start(storedJob(2, withElastic(1, 4)))
 	f.sync()
-	if diff := cmp.Diff([]action{create("podgroups", "job")}, f.groups.writes, cmp.AllowUnexported(action{})); diff != "" {
+	if diff := cmp.Diff([]action{create("podgroups", "job")}, f.groups.writes); diff != "" {
 		t.Fatalf("PodGroup writes (-want +got):\n%s", diff)
 	}
 	if w := f.pod("job-worker-0"); w.Spec.SchedulerName != "volcano" || w.Annotations[annotationVolcanoGroup] != "job" {

@@ -93,7 +93,7 @@ func (s guardState) allows(a action) bool {
 	case !s.windDown:
 		return false
 	}
-	switch a.verb + " " + a.resource {
+	switch a.Verb + " " + a.Resource {
 	case "update configmaps", "delete pods", "update jobs", "delete podgroups":
 		return true
 	}

@@ -38,7 +38,7 @@ func TestSuspendRunningJob(t *testing.T) {
 		del("pods", "job-worker-0"), del("pods", "job-worker-1"),
 		statusUpdate(),
 	)
-	if diff := cmp.Diff([]action{del("podgroups", "job")}, f.groups.writes, cmp.AllowUnexported(action{})); diff != "" {
+	if diff := cmp.Diff([]action{del("podgroups", "job")}, f.groups.writes); diff != "" {
 		t.Errorf("PodGroup writes (-want +got):\n%s", diff)
 	}
 	if _, discover := f.files(); discover != script() {
@@ -191,7 +191,7 @@ func TestResumeElsewhere(t *testing.T) {
 	f.step()
 	f.expectWrites(
 		create("pods", "job-worker-0"), create("pods", "job-worker-1"),
-		action{verb: "update", resource: "jobs", sub: "status", name: "job-launcher"},
+		action{Verb: "update", Resource: "jobs", Sub: "status", Name: "job-launcher"},
 		update("jobs", "job-launcher"),
 		statusUpdate(),
 	)

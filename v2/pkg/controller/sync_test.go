@@ -126,11 +126,11 @@ func TestServiceOfWorkersOnlyIsUpdated(t *testing.T) {
 	f.sync()
 	var serviceWrites []action
 	for _, w := range f.writes() {
-		if w.resource == "services" {
+		if w.Resource == "services" {
 			serviceWrites = append(serviceWrites, w)
 		}
 	}
-	if diff := cmp.Diff([]action{update("services", "job")}, serviceWrites, cmp.AllowUnexported(action{})); diff != "" {
+	if diff := cmp.Diff([]action{update("services", "job")}, serviceWrites); diff != "" {
 		t.Errorf("Service writes (-want +got):\n%s", diff)
 	}
 	svc, err := f.kube.CoreV1().Services("ns").Get(f.ctx, "job", metaGet)

@@ -252,7 +252,7 @@ func TestAdoptedWorkersKeepTheirIndices(t *testing.T) {
 			f := newFixture(t).start(append(pods, storedJob(2, asWorker))...)
 			f.sync()
 			for _, w := range f.writes() {
-				if w.resource == "pods" {
+				if w.Resource == "pods" {
 					t.Errorf("adopted workers: %v", w)
 				}
 			}
@@ -280,7 +280,7 @@ func TestStaleCacheRepeatsNoPodWrite(t *testing.T) {
 		t.Errorf("error %v, want AlreadyExists", err)
 	}
 	for _, w := range f.writes() {
-		if w.resource == "pods" {
+		if w.Resource == "pods" {
 			t.Errorf("repeated %v", w)
 		}
 	}
