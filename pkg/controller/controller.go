@@ -57,8 +57,9 @@ type MPIJobController struct {
 	// machinery both operators run on.
 	*engine.Base
 
-	// podEvents are the handlers of the pod informer.
-	podEvents cache.ResourceEventHandlerFuncs
+	// podEvents and otherPodEvents are the handlers of the two pod
+	// informers.
+	podEvents, otherPodEvents cache.ResourceEventHandlerFuncs
 	// refreshes remembers the launcher refreshes the cache has yet to
 	// show (launcher.go).
 	refreshes launcherRefreshes
@@ -123,6 +124,10 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 	c.Base = engine.NewBase(kubeClient, cfg.Clients.Creations, c.podLister, recorder, clk)
 	c.Engine.Pace.BytesPerSecond = cfg.WriteBytesPerSecond
 	c.memory = append(c.Stores(), &c.refreshes)
+	c.otherPodEvents = c.OtherPodEvents(jobNameOfPod, func(namespace, name string) bool {
+		_, err := c.jobLister.MPIJobs(namespace).Get(name)
+		return err == nil
+	})
 	c.podEvents = c.PodEvents(func(pod *corev1.Pod) (string, bool) { return ownerKey(pod) }, isWorkerPod)
 
 	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
@@ -133,10 +138,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 	c.addHandler(logger, pods.Informer(), c.podEvents)
 	// A pod that holds a worker's name matters when it comes, as its name
 	// must leave the Role, and when it goes, as the worker may be created.
-	c.addHandler(logger, others.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.handleOtherPod,
-		DeleteFunc: c.handleOtherPod,
-	})
+	c.addHandler(logger, others.Informer(), c.otherPodEvents)
 	owned := cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.handleObject,
 		UpdateFunc: func(_, obj any) { c.handleObject(obj) },

@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
@@ -39,25 +38,6 @@ func (c *MPIJobController) jobPods(job *kubeflow.MPIJob, launcher *corev1.Pod, w
 		pods = append(pods, w.Pod)
 	}
 	return pods
-}
-
-// handleOtherPod enqueues the job whose worker or launcher name a pod
-// without the job-name label takes or frees, if that job exists.
-func (c *MPIJobController) handleOtherPod(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	meta, ok := obj.(metav1.Object)
-	if !ok {
-		return
-	}
-	name, ok := jobNameOfPod(meta.GetName())
-	if !ok {
-		return
-	}
-	if _, err := c.jobLister.MPIJobs(meta.GetNamespace()).Get(name); err == nil {
-		c.Queue.Add(meta.GetNamespace() + "/" + name)
-	}
 }
 
 // jobNameOfPod is the name of the job whose launcher or worker would have

@@ -190,12 +190,12 @@ func TestOtherPodEventsEnqueueTheJob(t *testing.T) {
 		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name)}}
 	}
 	for _, name := range []string{"web-1", "other-worker-1", "pi-worker-x"} {
-		c.handleOtherPod(pod(name))
+		c.otherPodEvents.AddFunc(pod(name))
 	}
 	if n := c.Queue.Len(); n != 0 {
 		t.Fatalf("queue holds %d keys for pods that hold no name of an existing job", n)
 	}
-	c.handleOtherPod(pod("pi-worker-4"))
+	c.otherPodEvents.AddFunc(pod("pi-worker-4"))
 	if n := c.Queue.Len(); n != 1 {
 		t.Fatalf("queue holds %d keys, want the job's", n)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -127,4 +128,24 @@ func (e *Engine) observeDiscovery(key string, ws []elastic.Worker, listed []stri
 			metrics.DiscoveryLatency.Observe(now.Sub(since).Seconds())
 		}
 	}
+}
+
+// OtherPodEvents are the handlers of the informer of the metadata of the
+// pods an operator does not label: a pod that takes or frees the name of a
+// job's pod (jobOfName names the job, if any job's pod would be called so)
+// enqueues the job, if it exists (exists).
+func (b *Base) OtherPodEvents(jobOfName func(pod string) (string, bool), exists func(namespace, name string) bool) cache.ResourceEventHandlerFuncs {
+	handle := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		m, ok := obj.(metav1.Object)
+		if !ok {
+			return
+		}
+		if job, ok := jobOfName(m.GetName()); ok && exists(m.GetNamespace(), job) {
+			b.Queue.Add(m.GetNamespace() + "/" + job)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{AddFunc: handle, DeleteFunc: handle}
 }

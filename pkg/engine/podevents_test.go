@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
@@ -67,5 +69,28 @@ func TestPodEventsTimeDiscovery(t *testing.T) {
 	h.DeleteFunc(pod("job-worker-1", "worker", corev1.PodRunning))
 	if b.Engine.Running.Holds(key) {
 		t.Error("a worker that went is still remembered")
+	}
+}
+
+// TestOtherPodEvents: a pod that takes or frees the name of an existing
+// job's pod enqueues that job; any other pod, nothing.
+func TestOtherPodEvents(t *testing.T) {
+	b := NewBase(fake.NewClientset(), nil, nil, nil, testingclock.NewFakeClock(time.Unix(1000, 0)))
+	defer b.Queue.ShutDown()
+	jobOfName := func(pod string) (string, bool) { return strings.CutSuffix(pod, "-worker-0") }
+	exists := func(namespace, name string) bool { return namespace == "ns" && name == "job" }
+	h := b.OtherPodEvents(jobOfName, exists)
+	meta := func(ns, name string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	h.AddFunc(meta("ns", "web-1"))
+	h.AddFunc(meta("ns", "other-worker-0"))
+	h.AddFunc(meta("elsewhere", "job-worker-0"))
+	if n := b.Queue.Len(); n != 0 {
+		t.Fatalf("pods of no existing job queued %d keys", n)
+	}
+	h.DeleteFunc(cache.DeletedFinalStateUnknown{Key: "ns/job-worker-0", Obj: meta("ns", "job-worker-0")})
+	if got, _ := b.Queue.Get(); got != "ns/job" {
+		t.Errorf("queued %q, want ns/job", got)
 	}
 }

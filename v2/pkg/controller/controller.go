@@ -61,8 +61,9 @@ type MPIJobController struct {
 	// machinery that both operators' controllers share.
 	*engine.Base
 
-	// podEvents are the handlers of the pod informer.
-	podEvents cache.ResourceEventHandlerFuncs
+	// podEvents and otherPodEvents are the handlers of the two pod
+	// informers.
+	podEvents, otherPodEvents cache.ResourceEventHandlerFuncs
 
 	// memory lists the Base's stores: all that the controller remembers of
 	// a job, forgotten at once when it is deleted.
@@ -131,6 +132,10 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 	c.Engine.Pace.BytesPerSecond = cfg.WriteBytesPerSecond
 	c.memory = c.Stores()
 	c.podEvents = c.PodEvents(podJob, isWorker)
+	c.otherPodEvents = c.OtherPodEvents(jobOfWorkerName, func(namespace, name string) bool {
+		_, ok := c.jobKeyIfExists(namespace, name)
+		return ok
+	})
 
 	// everyEvent handles adds, updates and deletes alike.
 	everyEvent := func(handle func(any)) cache.ResourceEventHandler {
@@ -145,7 +150,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		pods.Informer(): c.podEvents,
 		// A pod that holds a worker's name matters when it comes and when
 		// it goes: the worker may be created then.
-		others.Informer():    cache.ResourceEventHandlerFuncs{AddFunc: c.handleOtherPod, DeleteFunc: c.handleOtherPod},
+		others.Informer():    c.otherPodEvents,
 		services.Informer():  everyEvent(c.handleOwned),
 		cms.Informer():       everyEvent(c.handleOwned),
 		secrets.Informer():   everyEvent(c.handleOwned),
@@ -248,25 +253,6 @@ func (c *MPIJobController) handleSlice(obj any, urgent bool) {
 		// A name that starts or stops resolving changes what
 		// discover_hosts.sh may list.
 		c.EnqueueChange(key, urgent, false)
-	}
-}
-
-// handleOtherPod enqueues the job whose worker name a pod the operator does
-// not label takes or frees.
-func (c *MPIJobController) handleOtherPod(obj any) {
-	m, ok := untombstone(obj).(metav1.Object)
-	if !ok {
-		return
-	}
-	if job, ok := jobOfWorkerName(m.GetName()); ok {
-		c.enqueueIfJob(m.GetNamespace(), job)
-	}
-}
-
-// enqueueIfJob enqueues namespace/name if such an MPIJob exists.
-func (c *MPIJobController) enqueueIfJob(namespace, name string) {
-	if key, ok := c.jobKeyIfExists(namespace, name); ok {
-		c.Queue.Add(key)
 	}
 }
 
