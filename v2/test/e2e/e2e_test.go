@@ -9,6 +9,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubeflow/mpi-operator/test/harness"
 )
@@ -54,6 +55,7 @@ func TestE2E(t *testing.T) {
 		{"SuspendResume", suspendResume},
 		{"Monitoring", checkMonitoring},
 		{"DeleteJob", deletePi},
+		{"DeleteNamespace", deleteJobsNamespace},
 		{"SIGTERM", func(t *testing.T) { stopOperator(t, op, 5*time.Second); checkLeaseReleased(t) }},
 	}
 	for _, step := range steps {
@@ -250,6 +252,27 @@ func deletePi(t *testing.T) {
 	if list, err := pods(jobsNS, elasticJob, "worker"); err != nil || len(list) != 1 {
 		t.Errorf("after deleting %s, %s has workers %s (%v), want 1", piJob, elasticJob, describe(list), err)
 	}
+}
+
+// deleteJobsNamespace deletes the jobs' namespace while the elastic job
+// runs: the namespace goes, as whoever deletes it expects. The launcher
+// Job's pod carries the Job controller's finalizer until it ends, and the
+// namespace controller deletes the rest of a namespace only once its pods
+// are gone: a pod that never ended would keep the namespace Terminating.
+func deleteJobsNamespace(t *testing.T) {
+	launchers, err := pods(jobsNS, elasticJob, "launcher")
+	if err != nil || len(launchers) != 1 || launchers[0].Status.Phase != corev1.PodRunning || len(launchers[0].Finalizers) == 0 {
+		t.Fatalf("want the launcher pod of %s Running, with a finalizer; got %s (%v)", elasticJob, describe(launchers), err)
+	}
+	must(t, "delete", "namespace", jobsNS, "--wait=false")
+	harness.Eventually(t, poll, gcWait, "namespace "+jobsNS+" to be deleted", func() (bool, string) {
+		phase, err := kubectl("get", "namespace", jobsNS, "--ignore-not-found", "-o", "jsonpath={.status.phase}")
+		if err != nil {
+			return false, err.Error()
+		}
+		left, err := kubectl("get", "-n", jobsNS, "pods,jobs.batch,mpijobs.kubeflow.org", "-o", "name")
+		return strings.TrimSpace(phase) == "", fmt.Sprintf("phase %s; left (%v):\n%s", phase, err, left)
+	})
 }
 
 // checkLeaseReleased: a graceful stop gives the leader Lease up.
