@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -57,9 +56,9 @@ type MPIJobController struct {
 	// machinery both operators run on.
 	*engine.Base
 
-	// podEvents and otherPodEvents are the handlers of the two pod
-	// informers.
-	podEvents, otherPodEvents cache.ResourceEventHandlerFuncs
+	// jobEvents, podEvents and otherPodEvents are the handlers of the
+	// MPIJob informer and of the two pod informers.
+	jobEvents, podEvents, otherPodEvents cache.ResourceEventHandlerFuncs
 	// refreshes remembers the launcher refreshes the cache has yet to
 	// show (launcher.go).
 	refreshes launcherRefreshes
@@ -129,24 +128,19 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 		return err == nil
 	})
 	c.podEvents = c.PodEvents(func(pod *corev1.Pod) (string, bool) { return ownerKey(pod) }, isWorkerPod)
+	c.jobEvents = c.JobEvents(func(oldObj, newObj any) bool { return engine.Resized(oldObj, newObj, desiredWorkers) })
 
-	c.addHandler(logger, jobs.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueJob,
-		UpdateFunc: c.handleJobUpdate,
-		DeleteFunc: c.enqueueJob,
-	})
+	c.addHandler(logger, jobs.Informer(), c.jobEvents)
 	c.addHandler(logger, pods.Informer(), c.podEvents)
 	// A pod that holds a worker's name matters when it comes, as its name
 	// must leave the Role, and when it goes, as the worker may be created.
 	c.addHandler(logger, others.Informer(), c.otherPodEvents)
-	owned := cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.handleObject,
-		UpdateFunc: func(_, obj any) { c.handleObject(obj) },
-		DeleteFunc: c.handleObject,
-	}
+	owned := c.OwnedEvents(ownerKey)
 	for _, informer := range []cache.SharedIndexInformer{cms.Informer(), sas.Informer(), roles.Informer(), rbs.Informer()} {
 		c.addHandler(logger, informer, owned)
 	}
+	// The writes laid over the cache go once it shows them.
+	c.addHandler(logger, cms.Informer(), c.configMaps.Events())
 	if inf.volcano != nil {
 		pgs := inf.volcano.Scheduling().V1beta1().PodGroups()
 		c.pgLister = pgs.Lister()
@@ -166,53 +160,14 @@ func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
 	return c.RunWorkers(ctx, threadiness, c.syncHandler)
 }
 
-func (c *MPIJobController) enqueueJob(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.Queue.Add(key)
-}
-
-// handleJobUpdate enqueues an updated MPIJob, urgently when its worker
-// replicas changed: the victims of a scale-in leave discover_hosts.sh at
-// once.
+// handleJobUpdate handles an update of an MPIJob.
 func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
-	key, err := cache.MetaNamespaceKeyFunc(newObj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.EnqueueChange(key, engine.Resized(oldObj, newObj, desiredWorkers), false)
-}
-
-// handleObject enqueues the MPIJob that controls obj, if any.
-func (c *MPIJobController) handleObject(obj any) {
-	if key, ok := ownerKey(obj); ok {
-		c.Queue.Add(key)
-	}
+	c.jobEvents.UpdateFunc(oldObj, newObj)
 }
 
 // ownerKey is the queue key of the MPIJob that controls obj.
 func ownerKey(obj any) (string, bool) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	meta, ok := obj.(metav1.Object)
-	if !ok {
-		return "", false
-	}
-	ref := mpiJobController(meta)
-	if ref == nil {
-		return "", false
-	}
-	return meta.GetNamespace() + "/" + ref.Name, true
-}
-
-func isKubeflowGroup(apiVersion string) bool {
-	gv, err := parseGroupVersion(apiVersion)
-	return err == nil && gv == kubeflow.GroupName
+	return engine.ControllerKey(obj, kubeflow.GroupName, kubeflow.Kind)
 }
 
 // isWorkerPod tells whether a pod of a job is one of its workers.

@@ -254,16 +254,9 @@ func trimLabelled(obj any) (any, error) {
 
 // controlledByMPIJob tells whether m's controller is an MPIJob of group
 // kubeflow.org: an MPIJob of another group is not this operator's.
-func controlledByMPIJob(m metav1.Object) bool { return mpiJobController(m) != nil }
-
-// mpiJobController is m's controller reference if it is an MPIJob of
-// group kubeflow.org, nil otherwise.
-func mpiJobController(m metav1.Object) *metav1.OwnerReference {
-	ref := metav1.GetControllerOf(m)
-	if ref == nil || ref.Kind != kubeflow.Kind || !isKubeflowGroup(ref.APIVersion) {
-		return nil
-	}
-	return ref
+func controlledByMPIJob(m metav1.Object) bool {
+	_, ok := ownerKey(m)
+	return ok
 }
 
 // resyncNever documents that the informers have no periodic resync.

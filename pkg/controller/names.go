@@ -7,7 +7,6 @@ import (
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
@@ -92,13 +91,4 @@ func workerIndexOf(jobName, podName string, podLabels map[string]string) (index 
 		return 0, false
 	}
 	return elastic.ParseIndex(suffix)
-}
-
-// parseGroupVersion returns the group of an ownerReference's apiVersion.
-func parseGroupVersion(apiVersion string) (string, error) {
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
-		return "", err
-	}
-	return gv.Group, nil
 }

@@ -75,43 +75,6 @@ func TestWorkerIndexRoundTrip(t *testing.T) {
 	}
 }
 
-func TestParseGroupVersion(t *testing.T) {
-	cases := []struct {
-		in        string
-		wantGroup string
-		wantErr   bool
-	}{
-		{"kubeflow.org/v1", "kubeflow.org", false},
-		{"kubeflow.org/v1alpha2", "kubeflow.org", false},
-		{"v1", "", false},
-		{"", "", false},
-		{"apps/v1", "apps", false},
-		{"a/b/c", "", true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.in, func(t *testing.T) {
-			g, err := parseGroupVersion(tc.in)
-			if (err != nil) != tc.wantErr || g != tc.wantGroup {
-				t.Errorf("parseGroupVersion(%q) = %q, %v; want %q, error %v", tc.in, g, err, tc.wantGroup, tc.wantErr)
-			}
-		})
-	}
-}
-
-func TestIsKubeflowGroup(t *testing.T) {
-	for in, want := range map[string]bool{
-		"kubeflow.org/v1":       true,
-		"kubeflow.org/v1alpha2": true,
-		"v1":                    false,
-		"other.org/v1":          false,
-		"kubeflow.org/v1/x":     false,
-	} {
-		if got := isKubeflowGroup(in); got != want {
-			t.Errorf("isKubeflowGroup(%q) = %v, want %v", in, got, want)
-		}
-	}
-}
-
 func TestChildNamesAndLabels(t *testing.T) {
 	job := namesTestJob("pi")
 	got := []string{configMapName(job), launcherName(job), workerName(job, 0), workerName(job, 10)}

@@ -54,10 +54,7 @@ func (b *Base) PodEvents(jobOf func(*corev1.Pod) (string, bool), isWorker func(*
 			observe(pod, false, elastic.DiscoverabilityChanged(oldPod, pod, isWorker))
 		},
 		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
+			if pod, ok := Untombstone(obj).(*corev1.Pod); ok {
 				observe(pod, true, elastic.DiscoverabilityChanged(pod, nil, isWorker))
 			}
 		},
@@ -136,10 +133,7 @@ func (e *Engine) observeDiscovery(key string, ws []elastic.Worker, listed []stri
 // enqueues the job, if it exists (exists).
 func (b *Base) OtherPodEvents(jobOfName func(pod string) (string, bool), exists func(namespace, name string) bool) cache.ResourceEventHandlerFuncs {
 	handle := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		m, ok := obj.(metav1.Object)
+		m, ok := Untombstone(obj).(metav1.Object)
 		if !ok {
 			return
 		}

@@ -80,8 +80,8 @@ func (c *MPIJobController) configMapChild() reconcile.Child[*corev1.ConfigMap] {
 // a Job's pod template may change only while it is suspended, which
 // suspend.go handles.
 func (c *MPIJobController) launcherChild() reconcile.Child[*batchv1.Job] {
-	return reconcile.ChildOf("Job", func(ns, name string) (*batchv1.Job, error) { return c.launcherLister.Jobs(ns).Get(name) },
-		func(ns string) reconcile.TypedClient[*batchv1.Job] { return c.kube.BatchV1().Jobs(ns) }, reconcile.Keep[*batchv1.Job])
+	return reconcile.ChildOf("Job", c.launchers.Get,
+		func(ns string) reconcile.TypedClient[*batchv1.Job] { return c.kube.BatchV1().Jobs(ns) }, reconcile.Keep[*batchv1.Job]).Remembering(c.launchers)
 }
 
 // semanticallyEqual is equality as the API server sees it: quantities by

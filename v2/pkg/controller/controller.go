@@ -2,14 +2,12 @@ package controller
 
 import (
 	"context"
-	"strings"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -42,14 +40,14 @@ type MPIJobController struct {
 	cfg          Config
 	gang         gangScheduler
 
-	jobLister      listers.MPIJobLister
-	podLister      corelisters.PodLister
-	podIndexer     cache.Indexer // pods by reconcile.ByControllerUID
-	serviceLister  corelisters.ServiceLister
-	configMaps     *reconcile.Written[*corev1.ConfigMap]
-	secretLister   corelisters.SecretLister
-	launcherLister batchlisters.JobLister
-	sliceIndexer   cache.Indexer // EndpointSlices by byServiceName
+	jobLister     listers.MPIJobLister
+	podLister     corelisters.PodLister
+	podIndexer    cache.Indexer // pods by reconcile.ByControllerUID
+	serviceLister corelisters.ServiceLister
+	configMaps    *reconcile.Written[*corev1.ConfigMap]
+	secretLister  corelisters.SecretLister
+	launchers     *reconcile.Written[*batchv1.Job]
+	sliceIndexer  cache.Indexer // EndpointSlices by byServiceName
 	// holders finds who holds a worker's name, and strays indexes the pods
 	// the operator does not label by reconcile.ByControllerUID.
 	holders           engine.Holders
@@ -61,9 +59,9 @@ type MPIJobController struct {
 	// machinery that both operators' controllers share.
 	*engine.Base
 
-	// podEvents and otherPodEvents are the handlers of the two pod
-	// informers.
-	podEvents, otherPodEvents cache.ResourceEventHandlerFuncs
+	// The handlers of the MPIJob informer, of the two pod informers and of
+	// the informers of the other children.
+	jobEvents, podEvents, otherPodEvents, ownedEvents cache.ResourceEventHandlerFuncs
 
 	// memory lists the Base's stores: all that the controller remembers of
 	// a job, forgotten at once when it is deleted.
@@ -110,22 +108,22 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 	}
 	utilruntime.Must(slices.Informer().AddIndexers(cache.Indexers{byServiceName: sliceServiceName}))
 	c := &MPIJobController{
-		kube:           kube,
-		mpi:            mpi,
-		volcano:        volcano,
-		schedPlugins:   schedPlugins,
-		cfg:            cfg,
-		gang:           cfg.gang(),
-		jobLister:      jobs.Lister(),
-		podLister:      podcache.Lister{Indexer: pods.Informer().GetIndexer()},
-		podIndexer:     pods.Informer().GetIndexer(),
-		serviceLister:  services.Lister(),
-		configMaps:     reconcile.NewWritten[*corev1.ConfigMap](ctx, corev1.Resource("configmaps"), cms.Informer().GetStore()),
-		secretLister:   secrets.Lister(),
-		launcherLister: launchers.Lister(),
-		sliceIndexer:   slices.Informer().GetIndexer(),
-		holders:        engine.Holders{Others: others.Lister()},
-		strays:         others.Informer().GetIndexer(),
+		kube:          kube,
+		mpi:           mpi,
+		volcano:       volcano,
+		schedPlugins:  schedPlugins,
+		cfg:           cfg,
+		gang:          cfg.gang(),
+		jobLister:     jobs.Lister(),
+		podLister:     podcache.Lister{Indexer: pods.Informer().GetIndexer()},
+		podIndexer:    pods.Informer().GetIndexer(),
+		serviceLister: services.Lister(),
+		configMaps:    reconcile.NewWritten[*corev1.ConfigMap](ctx, corev1.Resource("configmaps"), cms.Informer().GetStore()),
+		secretLister:  secrets.Lister(),
+		launchers:     reconcile.NewWritten[*batchv1.Job](ctx, batchv1.Resource("jobs"), launchers.Informer().GetStore()),
+		sliceIndexer:  slices.Informer().GetIndexer(),
+		holders:       engine.Holders{Others: others.Lister()},
+		strays:        others.Informer().GetIndexer(),
 	}
 	c.holders.Pods = c.podLister
 	c.Base = engine.NewBase(kube, cfg.Clients.Creations, c.podLister, recorder, clk)
@@ -137,24 +135,19 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 		return ok
 	})
 
-	// everyEvent handles adds, updates and deletes alike.
-	everyEvent := func(handle func(any)) cache.ResourceEventHandler {
-		return cache.ResourceEventHandlerFuncs{AddFunc: handle, UpdateFunc: func(_, obj any) { handle(obj) }, DeleteFunc: handle}
-	}
+	c.jobEvents = c.JobEvents(func(oldObj, newObj any) bool { return engine.Resized(oldObj, newObj, specReplicas) })
+	c.ownedEvents = c.OwnedEvents(jobOf)
+
 	handlers := map[cache.SharedIndexInformer]cache.ResourceEventHandler{
-		jobs.Informer(): cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueueJob,
-			UpdateFunc: c.handleJobUpdate,
-			DeleteFunc: c.enqueueJob,
-		},
+		jobs.Informer(): c.jobEvents,
 		pods.Informer(): c.podEvents,
 		// A pod that holds a worker's name matters when it comes and when
 		// it goes: the worker may be created then.
 		others.Informer():    c.otherPodEvents,
-		services.Informer():  everyEvent(c.handleOwned),
-		cms.Informer():       everyEvent(c.handleOwned),
-		secrets.Informer():   everyEvent(c.handleOwned),
-		launchers.Informer(): everyEvent(c.handleOwned),
+		services.Informer():  c.ownedEvents,
+		cms.Informer():       c.ownedEvents,
+		secrets.Informer():   c.ownedEvents,
+		launchers.Informer(): c.ownedEvents,
 		// The slices listed at the start come with every job's first
 		// sync, which needs no urgency.
 		slices.Informer(): cache.ResourceEventHandlerDetailedFuncs{
@@ -166,16 +159,19 @@ func newController(ctx context.Context, kube kubernetes.Interface, mpi clientset
 	if inf.volcano != nil {
 		groups := inf.volcano.Scheduling().V1beta1().PodGroups()
 		c.volcanoGroups = groups.Lister()
-		handlers[groups.Informer()] = everyEvent(c.handleOwned)
+		handlers[groups.Informer()] = c.ownedEvents
 	}
 	if inf.schedPlugins != nil {
 		groups := inf.schedPlugins.Scheduling().V1alpha1().PodGroups()
 		c.schedPluginGroups = groups.Lister()
-		handlers[groups.Informer()] = everyEvent(c.handleOwned)
+		handlers[groups.Informer()] = c.ownedEvents
 	}
 	for informer, h := range handlers {
 		c.AddHandler(logger, informer, h)
 	}
+	// The writes laid over the caches go once the caches show them.
+	c.AddHandler(logger, cms.Informer(), c.configMaps.Events())
+	c.AddHandler(logger, launchers.Informer(), c.launchers.Events())
 	return c
 }
 
@@ -185,48 +181,19 @@ func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
 	return c.RunWorkers(ctx, threadiness, c.syncHandler)
 }
 
-// enqueueJob enqueues the MPIJob of an event.
-func (c *MPIJobController) enqueueJob(obj any) {
-	if m, ok := untombstone(obj).(metav1.Object); ok {
-		c.Queue.Add(m.GetNamespace() + "/" + m.GetName())
-	}
-}
+// enqueueJob handles an MPIJob's addition or deletion.
+func (c *MPIJobController) enqueueJob(obj any) { c.jobEvents.AddFunc(obj) }
 
-// handleJobUpdate enqueues an updated MPIJob, urgently when its worker
-// replicas changed.
+// handleJobUpdate handles an update of an MPIJob.
 func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
-	if m, ok := newObj.(metav1.Object); ok {
-		c.EnqueueChange(m.GetNamespace()+"/"+m.GetName(), engine.Resized(oldObj, newObj, specReplicas), false)
-	}
+	c.jobEvents.UpdateFunc(oldObj, newObj)
 }
 
-// untombstone returns the object a deletion event is about.
-func untombstone(obj any) any {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return t.Obj
-	}
-	return obj
-}
+// handleOwned handles an event of a child that is not a pod.
+func (c *MPIJobController) handleOwned(obj any) { c.ownedEvents.AddFunc(obj) }
 
 // jobOf returns the key of the MPIJob that controls obj, if one does.
-func jobOf(obj any) (string, bool) {
-	m, ok := untombstone(obj).(metav1.Object)
-	if !ok {
-		return "", false
-	}
-	ref := metav1.GetControllerOfNoCopy(m)
-	if ref == nil || ref.Kind != v2beta1.Kind || !strings.HasPrefix(ref.APIVersion, v2beta1.GroupName+"/") {
-		return "", false
-	}
-	return m.GetNamespace() + "/" + ref.Name, true
-}
-
-// handleOwned enqueues the MPIJob that controls a child that is not a pod.
-func (c *MPIJobController) handleOwned(obj any) {
-	if key, ok := jobOf(obj); ok {
-		c.Queue.Add(key)
-	}
-}
+func jobOf(obj any) (string, bool) { return engine.ControllerKey(obj, v2beta1.GroupName, v2beta1.Kind) }
 
 // podJob is the key of the job a labelled pod belongs to: a worker's
 // controller, or the job its launcher Job's pods name in their job-name
@@ -245,7 +212,7 @@ func podJob(pod *corev1.Pod) (string, bool) {
 // the EndpointSlice controller copies the Service's labels, app=<job>
 // among them, to its slices.
 func (c *MPIJobController) handleSlice(obj any, urgent bool) {
-	s := asPublished(untombstone(obj))
+	s := asPublished(engine.Untombstone(obj))
 	if s == nil {
 		return
 	}

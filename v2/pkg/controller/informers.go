@@ -2,7 +2,6 @@ package controller
 
 import (
 	"maps"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -231,8 +230,8 @@ func trimChild(obj any) (any, error) {
 
 // controlledByAJob tells whether an MPIJob (of any version) controls m.
 func controlledByAJob(m metav1.Object) bool {
-	ref := metav1.GetControllerOf(m)
-	return ref != nil && ref.Kind == v2beta1.Kind && strings.HasPrefix(ref.APIVersion, v2beta1.GroupName+"/")
+	_, ok := jobOf(m)
+	return ok
 }
 
 // trimForeign empties an object that no job controls down to its metadata,

@@ -163,7 +163,7 @@ func (c *MPIJobController) observe(job *v2beta1.MPIJob) (*batchv1.Job, []*corev1
 
 // getLauncherJob returns the job's launcher Job, or nil when there is none.
 func (c *MPIJobController) getLauncherJob(job *v2beta1.MPIJob) (*batchv1.Job, error) {
-	lj, err := c.launcherLister.Jobs(job.Namespace).Get(launcherName(job))
+	lj, err := c.launchers.Get(job.Namespace, launcherName(job))
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
