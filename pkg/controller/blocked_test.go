@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	core "k8s.io/client-go/testing"
 
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
@@ -27,19 +26,14 @@ func TestRefusedWriteBlocksJob(t *testing.T) {
 	f.jobs = append(f.jobs, job)
 	refusal := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "pi-config",
 		field.ErrorList{field.TooLong(field.NewPath("data"), "", 1<<20)})
-	_, err := f.syncPrepared(job, func(*MPIJobController) {
-		f.kubeClient.PrependReactor("create", "configmaps", func(core.Action) (bool, runtime.Object, error) {
-			return true, nil, refusal
-		})
-	})
-	if !apierrors.IsInvalid(err) {
+	refuseConfigMap := func(err error) func(*MPIJobController) {
+		return func(*MPIJobController) { refuse(&f.kubeClient.Fake, "create", "configmaps", err) }
+	}
+	if _, err := f.syncPrepared(job, refuseConfigMap(refusal)); !apierrors.IsInvalid(err) {
 		t.Fatalf("sync error %v, want the refusal", err)
 	}
 	st := f.writtenStatus()
-	c := conditions.Find(st.Conditions, conditionBlocked)
-	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != "Invalid" || !strings.Contains(c.Message, refusal.Error()) {
-		t.Fatalf("Blocked condition %+v, want reason Invalid carrying %q", c, refusal.Error())
-	}
+	expectConditionTrue(t, st, conditionBlocked, "Invalid", refusal.Error())
 	events := f.events()
 	if len(events) == 0 || !strings.HasPrefix(events[len(events)-1], "Warning Invalid ") {
 		t.Errorf("events %q lack the Warning", events)
@@ -47,11 +41,7 @@ func TestRefusedWriteBlocksJob(t *testing.T) {
 
 	// The same refusal again: nothing new to write or tell.
 	job.Status = st
-	if _, err := f.syncPrepared(job, func(*MPIJobController) {
-		f.kubeClient.PrependReactor("create", "configmaps", func(core.Action) (bool, runtime.Object, error) {
-			return true, nil, refusal
-		})
-	}); !apierrors.IsInvalid(err) {
+	if _, err := f.syncPrepared(job, refuseConfigMap(refusal)); !apierrors.IsInvalid(err) {
 		t.Fatalf("sync error %v, want the refusal", err)
 	}
 	f.expectMPIWrites()
@@ -60,11 +50,7 @@ func TestRefusedWriteBlocksJob(t *testing.T) {
 	}
 
 	// A retry that fails for a passing reason keeps the condition.
-	if _, err := f.syncPrepared(job, func(*MPIJobController) {
-		f.kubeClient.PrependReactor("create", "configmaps", func(core.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewTimeoutError("slow", 1)
-		})
-	}); !apierrors.IsTimeout(err) {
+	if _, err := f.syncPrepared(job, refuseConfigMap(apierrors.NewTimeoutError("slow", 1))); !apierrors.IsTimeout(err) {
 		t.Fatalf("sync error %v, want the timeout", err)
 	}
 	f.expectMPIWrites()
@@ -105,11 +91,8 @@ func TestForeignObjectWithoutLabelBlocksJob(t *testing.T) {
 				}
 			}
 			st := f.writtenStatus()
-			c := conditions.Find(st.Conditions, conditionBlocked)
 			want := fmt.Sprintf("%s %q already exists and is not managed by MPIJob pi", kind, obj.(metav1.Object).GetName())
-			if c == nil || c.Reason != eventErrResourceExists || !strings.Contains(c.Message, want) {
-				t.Errorf("Blocked condition %+v, want ErrResourceExists %q", c, want)
-			}
+			expectConditionTrue(t, st, conditionBlocked, eventErrResourceExists, want)
 			if conditions.Has(st.Conditions, common.JobFailed) {
 				t.Errorf("job failed: %+v", st.Conditions)
 			}
@@ -148,10 +131,7 @@ func TestInvalidEditHoldsRunningJob(t *testing.T) {
 	if conditions.Finished(st.Conditions) || !conditions.Has(st.Conditions, common.JobRunning) {
 		t.Errorf("conditions %+v, want still Running", st.Conditions)
 	}
-	c := conditions.Find(st.Conditions, conditionBlocked)
-	if c == nil || c.Reason != reasonInvalidSpec || !strings.Contains(c.Message, "spec.mainContainer") {
-		t.Errorf("Blocked condition %+v, want InvalidMPIJobSpec naming spec.mainContainer", c)
-	}
+	expectConditionTrue(t, st, conditionBlocked, reasonInvalidSpec, "spec.mainContainer")
 	if ev := f.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning InvalidMPIJobSpec ") {
 		t.Errorf("events %q", ev)
 	}

@@ -76,19 +76,17 @@ const (
 
 func TestNewConfigMap(t *testing.T) {
 	cases := []struct {
-		name    string
-		modify  func(*kubeflow.MPIJob)
-		hosts   elastic.Hosts
-		wantCfg map[string]string
+		name   string
+		modify func(*kubeflow.MPIJob)
+		hosts  elastic.Hosts
+		// the files; kubexec.sh is builderTestKubexec unless given
+		hostfile, discover, kubexec string
 	}{
 		{
-			name:  "two workers, one running",
-			hosts: elastic.Hosts{Desired: []string{"job-worker-0", "job-worker-1"}, Running: []string{"job-worker-0"}},
-			wantCfg: map[string]string{
-				"hostfile":          "job-worker-0 slots=1\njob-worker-1 slots=1\n",
-				"kubexec.sh":        builderTestKubexec,
-				"discover_hosts.sh": "#!/bin/sh\necho job-worker-0:1\n",
-			},
+			name:     "two workers, one running",
+			hosts:    elastic.Hosts{Desired: []string{"job-worker-0", "job-worker-1"}, Running: []string{"job-worker-0"}},
+			hostfile: "job-worker-0 slots=1\njob-worker-1 slots=1\n",
+			discover: "#!/bin/sh\necho job-worker-0:1\n",
 		},
 		{
 			name: "slotsPerWorker and mainContainer",
@@ -96,12 +94,10 @@ func TestNewConfigMap(t *testing.T) {
 				j.Spec.SlotsPerWorker = ptr[int32](4)
 				j.Spec.MainContainer = "trainer"
 			},
-			hosts: elastic.Hosts{Desired: []string{"job-worker-0", "job-worker-1"}, Running: []string{"job-worker-0", "job-worker-1"}},
-			wantCfg: map[string]string{
-				"hostfile":          "job-worker-0 slots=4\njob-worker-1 slots=4\n",
-				"kubexec.sh":        "#!/bin/sh\nPOD_NAME=$1\nshift\n/opt/kube/kubectl exec ${POD_NAME} --container trainer -- /bin/sh -c \"$*\"\n",
-				"discover_hosts.sh": "#!/bin/sh\necho job-worker-0:4\necho job-worker-1:4\n",
-			},
+			hosts:    elastic.Hosts{Desired: []string{"job-worker-0", "job-worker-1"}, Running: []string{"job-worker-0", "job-worker-1"}},
+			hostfile: "job-worker-0 slots=4\njob-worker-1 slots=4\n",
+			discover: "#!/bin/sh\necho job-worker-0:4\necho job-worker-1:4\n",
+			kubexec:  "#!/bin/sh\nPOD_NAME=$1\nshift\n/opt/kube/kubectl exec ${POD_NAME} --container trainer -- /bin/sh -c \"$*\"\n",
 		},
 		{
 			name: "GPU launcher (nvidia.com/gpu limit) is listed first in both files",
@@ -109,22 +105,15 @@ func TestNewConfigMap(t *testing.T) {
 				builderTestGPULimit(j, "nvidia.com/gpu")
 				j.Spec.SlotsPerWorker = ptr[int32](2)
 			},
-			hosts: elastic.Hosts{Desired: []string{"job-worker-0", "job-worker-1"}, Running: []string{"job-worker-1"}},
-			wantCfg: map[string]string{
-				"hostfile":          "job-launcher slots=2\njob-worker-0 slots=2\njob-worker-1 slots=2\n",
-				"kubexec.sh":        builderTestKubexec,
-				"discover_hosts.sh": "#!/bin/sh\necho job-launcher:2\necho job-worker-1:2\n",
-			},
+			hosts:    elastic.Hosts{Desired: []string{"job-worker-0", "job-worker-1"}, Running: []string{"job-worker-1"}},
+			hostfile: "job-launcher slots=2\njob-worker-0 slots=2\njob-worker-1 slots=2\n",
+			discover: "#!/bin/sh\necho job-launcher:2\necho job-worker-1:2\n",
 		},
 		{
-			name:   "GPU launcher with another vendor's gpu resource and no workers",
-			modify: func(j *kubeflow.MPIJob) { builderTestGPULimit(j, "amd.com/gpu") },
-			hosts:  elastic.Hosts{},
-			wantCfg: map[string]string{
-				"hostfile":          "job-launcher slots=1\n",
-				"kubexec.sh":        builderTestKubexec,
-				"discover_hosts.sh": "#!/bin/sh\necho job-launcher:1\n",
-			},
+			name:     "GPU launcher with another vendor's gpu resource and no workers",
+			modify:   func(j *kubeflow.MPIJob) { builderTestGPULimit(j, "amd.com/gpu") },
+			hostfile: "job-launcher slots=1\n",
+			discover: "#!/bin/sh\necho job-launcher:1\n",
 		},
 		{
 			name: "a GPU request without a limit does not make a GPU launcher",
@@ -132,12 +121,9 @@ func TestNewConfigMap(t *testing.T) {
 				c := &j.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template.Spec.Containers[0]
 				c.Resources.Requests = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 			},
-			hosts: elastic.Hosts{Desired: []string{"job-worker-0"}},
-			wantCfg: map[string]string{
-				"hostfile":          "job-worker-0 slots=1\n",
-				"kubexec.sh":        builderTestKubexec,
-				"discover_hosts.sh": "#!/bin/sh\n",
-			},
+			hosts:    elastic.Hosts{Desired: []string{"job-worker-0"}},
+			hostfile: "job-worker-0 slots=1\n",
+			discover: "#!/bin/sh\n",
 		},
 		{
 			name: "GPU limit on a second launcher container counts",
@@ -147,40 +133,26 @@ func TestNewConfigMap(t *testing.T) {
 					Name: "helper", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}},
 				})
 			},
-			hosts: elastic.Hosts{Desired: []string{"job-worker-0"}, Running: []string{"job-worker-0"}},
-			wantCfg: map[string]string{
-				"hostfile":          "job-launcher slots=1\njob-worker-0 slots=1\n",
-				"kubexec.sh":        builderTestKubexec,
-				"discover_hosts.sh": "#!/bin/sh\necho job-launcher:1\necho job-worker-0:1\n",
-			},
+			hosts:    elastic.Hosts{Desired: []string{"job-worker-0"}, Running: []string{"job-worker-0"}},
+			hostfile: "job-launcher slots=1\njob-worker-0 slots=1\n",
+			discover: "#!/bin/sh\necho job-launcher:1\necho job-worker-0:1\n",
 		},
 		{
-			name:   "job without a launcher spec is not a GPU launcher",
-			modify: func(j *kubeflow.MPIJob) { delete(j.Spec.MPIReplicaSpecs, kubeflow.MPIReplicaTypeLauncher) },
-			hosts:  elastic.Hosts{Desired: []string{"job-worker-0"}, Running: []string{"job-worker-0"}},
-			wantCfg: map[string]string{
-				"hostfile":          "job-worker-0 slots=1\n",
-				"kubexec.sh":        builderTestKubexec,
-				"discover_hosts.sh": "#!/bin/sh\necho job-worker-0:1\n",
-			},
+			name:     "job without a launcher spec is not a GPU launcher",
+			modify:   func(j *kubeflow.MPIJob) { delete(j.Spec.MPIReplicaSpecs, kubeflow.MPIReplicaTypeLauncher) },
+			hosts:    elastic.Hosts{Desired: []string{"job-worker-0"}, Running: []string{"job-worker-0"}},
+			hostfile: "job-worker-0 slots=1\n",
+			discover: "#!/bin/sh\necho job-worker-0:1\n",
 		},
 		{
-			name:  "no workers at all: empty hostfile, discovery script lists nothing",
-			hosts: elastic.Hosts{},
-			wantCfg: map[string]string{
-				"hostfile":          "",
-				"kubexec.sh":        builderTestKubexec,
-				"discover_hosts.sh": "#!/bin/sh\n",
-			},
+			name:     "no workers at all: empty hostfile, discovery script lists nothing",
+			discover: "#!/bin/sh\n",
 		},
 		{
-			name:  "order of the given lists is kept (the caller sorts numerically)",
-			hosts: elastic.Hosts{Desired: []string{"job-worker-2", "job-worker-10"}, Running: []string{"job-worker-2", "job-worker-10"}},
-			wantCfg: map[string]string{
-				"hostfile":          "job-worker-2 slots=1\njob-worker-10 slots=1\n",
-				"kubexec.sh":        builderTestKubexec,
-				"discover_hosts.sh": "#!/bin/sh\necho job-worker-2:1\necho job-worker-10:1\n",
-			},
+			name:     "order of the given lists is kept (the caller sorts numerically)",
+			hosts:    elastic.Hosts{Desired: []string{"job-worker-2", "job-worker-10"}, Running: []string{"job-worker-2", "job-worker-10"}},
+			hostfile: "job-worker-2 slots=1\njob-worker-10 slots=1\n",
+			discover: "#!/bin/sh\necho job-worker-2:1\necho job-worker-10:1\n",
 		},
 	}
 	for _, tc := range cases {
@@ -196,7 +168,10 @@ func TestNewConfigMap(t *testing.T) {
 					Labels:          map[string]string{"app": "job"},
 					OwnerReferences: builderTestOwners(),
 				},
-				Data: tc.wantCfg,
+				Data: map[string]string{"hostfile": tc.hostfile, "kubexec.sh": tc.kubexec, "discover_hosts.sh": tc.discover},
+			}
+			if tc.kubexec == "" {
+				want.Data["kubexec.sh"] = builderTestKubexec
 			}
 			if diff := cmp.Diff(want, newConfigMap(job, tc.hosts, elastic.State{})); diff != "" {
 				t.Errorf("newConfigMap (-want +got):\n%s", diff)
@@ -383,35 +358,34 @@ func TestNewPodGroup(t *testing.T) {
 	}
 }
 
-// TestPodGroupMinMember: the launcher plus every worker, or plus an elastic
-// job's minimum.
-func TestPodGroupMinMember(t *testing.T) {
-	fixed := newTestJobForBuilders(4)
-	if got := podGroupMinMember(fixed); got != 5 {
-		t.Errorf("fixed job with 4 workers: minMember %d, want 5", got)
+// TestGangMinimums: the PodGroup's minMember is the launcher plus every
+// worker, or plus an elastic job's minimum; the launcher waits for as many
+// ready workers.
+func TestGangMinimums(t *testing.T) {
+	cases := []struct {
+		name                        string
+		workers                     int32
+		minReplicas                 *int32
+		wantMinMember, wantMinReady int32
+	}{
+		{name: "fixed job with 4 workers", workers: 4, wantMinMember: 5, wantMinReady: 4},
+		{name: "job with 0 workers", workers: 0, wantMinMember: 1, wantMinReady: 0},
+		{name: "elastic job with minReplicas 2", workers: 4, minReplicas: ptr[int32](2), wantMinMember: 3, wantMinReady: 2},
 	}
-	none := newTestJobForBuilders(0)
-	if got := podGroupMinMember(none); got != 1 {
-		t.Errorf("job with 0 workers: minMember %d, want 1", got)
-	}
-	elastic := newTestJobForBuilders(4)
-	elastic.Spec.ElasticPolicy = &kubeflow.ElasticPolicy{MinReplicas: ptr[int32](2)}
-	kubeflow.SetDefaults_MPIJob(elastic)
-	if got := podGroupMinMember(elastic); got != 3 {
-		t.Errorf("elastic job with minReplicas 2: minMember %d, want 3", got)
-	}
-}
-
-func TestMinReadyWorkers(t *testing.T) {
-	fixed := newTestJobForBuilders(4)
-	if got := minReadyWorkers(fixed); got != 4 {
-		t.Errorf("fixed job with 4 workers: %d, want 4", got)
-	}
-	elastic := newTestJobForBuilders(4)
-	elastic.Spec.ElasticPolicy = &kubeflow.ElasticPolicy{MinReplicas: ptr[int32](2)}
-	kubeflow.SetDefaults_MPIJob(elastic)
-	if got := minReadyWorkers(elastic); got != 2 {
-		t.Errorf("elastic job with minReplicas 2: %d, want 2", got)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := newTestJobForBuilders(tc.workers)
+			if tc.minReplicas != nil {
+				job.Spec.ElasticPolicy = &kubeflow.ElasticPolicy{MinReplicas: tc.minReplicas}
+				kubeflow.SetDefaults_MPIJob(job)
+			}
+			if got := podGroupMinMember(job); got != tc.wantMinMember {
+				t.Errorf("podGroupMinMember = %d, want %d", got, tc.wantMinMember)
+			}
+			if got := minReadyWorkers(job); got != tc.wantMinReady {
+				t.Errorf("minReadyWorkers = %d, want %d", got, tc.wantMinReady)
+			}
+		})
 	}
 }
 
@@ -614,6 +588,8 @@ func builderTestConcat[T any](parts ...[]T) []T {
 	return out
 }
 
+var builderTestLauncherOpts = launcherOptions{deliveryImage: "example.com/delivery:1", minReadyWorkers: 2, hostsHash: "0123abcd"}
+
 // builderTestWantLauncher is the launcher of newTestJobForBuilders for
 // builderTestLauncherOpts.
 func builderTestWantLauncher() *corev1.Pod {
@@ -663,7 +639,6 @@ func TestNewLauncher(t *testing.T) {
 	launcherSpec := func(j *kubeflow.MPIJob) *common.ReplicaSpec {
 		return j.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher]
 	}
-	baseOpts := launcherOptions{deliveryImage: "example.com/delivery:1", minReadyWorkers: 2, hostsHash: "0123abcd"}
 	gpu := corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
 	cases := []struct {
 		name   string
@@ -744,7 +719,7 @@ func TestNewLauncher(t *testing.T) {
 			if tc.modify != nil {
 				tc.modify(job)
 			}
-			opts := baseOpts
+			opts := builderTestLauncherOpts
 			if tc.opts != nil {
 				tc.opts(&opts)
 			}
@@ -848,9 +823,7 @@ func TestBuildersWithoutContainers(t *testing.T) {
 	}
 	wantLauncher := builderTestWantLauncher()
 	wantLauncher.Spec.Containers = nil
-	if diff := cmp.Diff(wantLauncher, newLauncher(job, launcherOptions{
-		deliveryImage: "example.com/delivery:1", minReadyWorkers: 2, hostsHash: "0123abcd",
-	})); diff != "" {
+	if diff := cmp.Diff(wantLauncher, newLauncher(job, builderTestLauncherOpts)); diff != "" {
 		t.Errorf("newLauncher (-want +got):\n%s", diff)
 	}
 }

@@ -160,11 +160,6 @@ func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
 	return c.RunWorkers(ctx, threadiness, c.syncHandler)
 }
 
-// handleJobUpdate handles an update of an MPIJob.
-func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
-	c.jobEvents.UpdateFunc(oldObj, newObj)
-}
-
 // ownerKey is the queue key of the MPIJob that controls obj.
 func ownerKey(obj any) (string, bool) {
 	return engine.ControllerKey(obj, kubeflow.GroupName, kubeflow.Kind)

@@ -5,9 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	core "k8s.io/client-go/testing"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 )
@@ -19,12 +17,6 @@ import (
 // nobody; a later sync that goes through marks them then.
 func TestDrainStartsAfterTheUnlistingWrite(t *testing.T) {
 	refusal := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "pi-config", nil)
-	paths := map[string]func(f *fixture, job *kubeflow.MPIJob, prepare func(*MPIJobController)) error{
-		"main sync": func(f *fixture, job *kubeflow.MPIJob, prepare func(*MPIJobController)) error {
-			_, err := f.syncPrepared(job, prepare)
-			return err
-		},
-	}
 	refused := map[string]struct {
 		verb, resource string
 		want           []action // the requests of the refused sync
@@ -32,32 +24,24 @@ func TestDrainStartsAfterTheUnlistingWrite(t *testing.T) {
 		"ConfigMap": {"update", "configmaps", []action{update("configmaps", "pi-config")}},
 		"launcher":  {"patch", "pods", []action{update("configmaps", "pi-config"), patchPod("pi-launcher")}},
 	}
-	for path, run := range paths {
-		for what, r := range refused {
-			t.Run(path+"/"+what+" refused", func(t *testing.T) {
-				f := newFixture(t)
-				job := runningJob(f, 4)
-				job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
-				err := run(f, job, func(*MPIJobController) {
-					f.kubeClient.PrependReactor(r.verb, r.resource, func(core.Action) (bool, runtime.Object, error) {
-						return true, nil, refusal
-					})
-				})
-				if !apierrors.IsForbidden(err) {
-					t.Fatalf("sync error %v, want the refusal", err)
-				}
-				got := writes(f.kubeClient.Actions())
-				if diff := cmp.Diff(r.want, got); diff != "" {
-					t.Errorf("requests with the %s refused, no victim marked (-want +got):\n%s", what, diff)
-				}
+	for what, r := range refused {
+		t.Run(what+" refused", func(t *testing.T) {
+			f := newFixture(t)
+			job := runningJob(f, 4)
+			job.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Replicas = ptr[int32](2)
+			_, err := f.syncPrepared(job, func(*MPIJobController) { refuse(&f.kubeClient.Fake, r.verb, r.resource, refusal) })
+			if !apierrors.IsForbidden(err) {
+				t.Fatalf("sync error %v, want the refusal", err)
+			}
+			got := writes(f.kubeClient.Actions())
+			if diff := cmp.Diff(r.want, got); diff != "" {
+				t.Errorf("requests with the %s refused, no victim marked (-want +got):\n%s", what, diff)
+			}
 
-				// The same sync once the API server takes the writes.
-				if err := run(f, job, nil); err != nil {
-					t.Fatal(err)
-				}
-				f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"),
-					patchPod("pi-worker-2"), patchPod("pi-worker-3"))
-			})
-		}
+			// The same sync once the API server takes the writes.
+			f.sync(job)
+			f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"),
+				patchPod("pi-worker-2"), patchPod("pi-worker-3"))
+		})
 	}
 }

@@ -1,7 +1,7 @@
 package controller
 
 import (
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -41,10 +41,7 @@ func TestElasticReplacesFailedWorkerUnderNewName(t *testing.T) {
 		create("pods", "pi-worker-2"),
 		patchPod("pi-worker-1"),
 	)
-	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
-	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\n" {
-		t.Errorf("discover_hosts.sh %q still lists the failed worker", got)
-	}
+	cm := f.expectListed("pi-worker-0")
 	if got := cm.Annotations[elastic.AnnotationNextWorkerIndex]; got != "2" {
 		t.Errorf("next worker index %q, want 2 until worker 2 exists", got)
 	}
@@ -59,31 +56,9 @@ func TestElasticReplacesFailedWorkerUnderNewName(t *testing.T) {
 	if !conditions.Has(st.Conditions, conditionResizing) {
 		t.Errorf("conditions %+v lack Resizing", st.Conditions)
 	}
-	found := false
-	for _, e := range f.events() {
-		found = found || e == "Warning WorkerReplaced Worker pi-worker-1 ended (Evicted) and is out of discover_hosts.sh; replaced by pi-worker-2"
-	}
-	if !found {
+	if !slices.Contains(f.events(), "Warning WorkerReplaced Worker pi-worker-1 ended (Evicted) and is out of discover_hosts.sh; replaced by pi-worker-2") {
 		t.Error("no WorkerReplaced event")
 	}
-}
-
-func TestElasticFailureReportedOnce(t *testing.T) {
-	f := newFixture(t)
-	job := elasticJob(f, 2, 1)
-	f.pods[1].Status.Phase = corev1.PodFailed
-	f.pods[1].Annotations = map[string]string{elastic.AnnotationReplacedBy: "pi-worker-2"}
-	f.pods = append(f.pods, existingWorkers(job, corev1.PodRunning, 2)...)
-	d := defaulted(job)
-	hosts := []string{"pi-worker-0", "pi-worker-2"}
-	f.cms[0] = newConfigMap(d, elastic.Hosts{Desired: hosts, Running: hosts}, elastic.State{NextIndex: 3})
-	f.roles[0] = newLauncherRole(d, hosts)
-	f.pods[2].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
-	job.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker].Failed = 1
-
-	f.sync(job)
-	f.expectKubeWrites()
-	f.expectMPIWrites()
 }
 
 func TestElasticGrowthUsesRecordedIndex(t *testing.T) {
@@ -129,13 +104,7 @@ func TestElasticBelowMinReplicasTooLongFails(t *testing.T) {
 	st, _ := f.syncRecordingEnd(job)
 	// Stopped: the discovery script empties, then every active pod goes.
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"), del("pods", "pi-worker-2"), del("pods", "pi-launcher"))
-	c := conditions.Find(st.Conditions, common.JobFailed)
-	if c == nil || c.Reason != reasonWorkersBelowMinimum {
-		t.Fatalf("Failed condition %+v, want WorkersBelowMinimum", c)
-	}
-	if !strings.Contains(c.Message, "minReplicasTimeoutSeconds (60s)") {
-		t.Errorf("message %q does not name the field", c.Message)
-	}
+	expectConditionTrue(t, st, common.JobFailed, reasonWorkersBelowMinimum, "minReplicasTimeoutSeconds (60s)")
 	if conditions.Has(st.Conditions, conditionResizing) {
 		t.Errorf("a failed job is still Resizing: %+v", st.Conditions)
 	}
@@ -234,9 +203,5 @@ func TestElasticJobHeldAtItsBound(t *testing.T) {
 			t.Fatalf("a worker was created past the bound: %v", a)
 		}
 	}
-	st := f.writtenStatus()
-	c := conditions.Find(st.Conditions, conditionBlocked)
-	if c == nil || c.Reason != reconcile.ReasonAtBound || !strings.Contains(c.Message, "2 more are created as draining workers go") {
-		t.Errorf("Blocked condition %+v, want reason %s saying 2 wait", c, reconcile.ReasonAtBound)
-	}
+	expectConditionTrue(t, f.writtenStatus(), conditionBlocked, reconcile.ReasonAtBound, "2 more are created as draining workers go")
 }

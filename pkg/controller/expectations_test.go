@@ -94,31 +94,6 @@ func TestStatusNotRewrittenFromStaleCache(t *testing.T) {
 	f.expectMPIWrites(statusUpdate())
 }
 
-// TestFilesWaitForOwnPodChanges: while the cache does not show a pod the
-// controller patched or deleted, the main sync leaves the files alone, so
-// that it cannot list a worker it has just marked draining.
-func TestFilesWaitForOwnPodChanges(t *testing.T) {
-	f := newFixture(t)
-	job := oneOfTwoListed(f)
-	if _, err := f.syncPrepared(job, func(c *MPIJobController) {
-		c.Expectations.ExpectChange(jobKey(job), "pi-worker-1-uid", reconcile.ShowsDeletion)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	f.expectKubeWrites()
-
-	// A pod created and not seen yet is no reason to wait: it is not
-	// Running. The launcher is told of the script written.
-	f = newFixture(t)
-	job = oneOfTwoListed(f)
-	if _, err := f.syncPrepared(job, func(c *MPIJobController) {
-		c.Expectations.ExpectCreate(jobKey(job), "pi-worker-7")
-	}); err != nil {
-		t.Fatal(err)
-	}
-	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
-}
-
 // TestRoleWaitsForOwnDeletions: while the cache shows only some of the
 // workers the controller deleted, the Role keeps naming them all; once the
 // cache shows every deletion, one update takes them out.

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,27 +76,9 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func (f *fixture) newController(ctx context.Context) *MPIJobController {
-	var kubeObjs, mpiObjs []runtime.Object
-	for _, o := range f.jobs {
-		mpiObjs = append(mpiObjs, o)
-	}
-	for _, o := range f.pods {
-		kubeObjs = append(kubeObjs, o)
-	}
-	for _, o := range f.cms {
-		kubeObjs = append(kubeObjs, o)
-	}
-	for _, o := range f.sas {
-		kubeObjs = append(kubeObjs, o)
-	}
-	for _, o := range f.roles {
-		kubeObjs = append(kubeObjs, o)
-	}
-	for _, o := range f.bindings {
-		kubeObjs = append(kubeObjs, o)
-	}
+	kubeObjs := slices.Concat(objects(f.pods), objects(f.cms), objects(f.sas), objects(f.roles), objects(f.bindings))
 	f.kubeClient = k8sfake.NewClientset(kubeObjs...)
-	f.mpiClient = mpifake.NewSimpleClientset(mpiObjs...)
+	f.mpiClient = mpifake.NewSimpleClientset(objects(f.jobs)...)
 	f.recorder = record.NewFakeRecorder(100)
 	f.podGroups = &fakePodGroups{}
 	// volcano's own fake clientset does not build against this client-go;
@@ -159,6 +143,14 @@ func (f *fixture) newController(ctx context.Context) *MPIJobController {
 		add(inf.volcano.Scheduling().V1beta1().PodGroups().Informer(), o)
 	}
 	return c
+}
+
+func objects[T runtime.Object](objs []T) []runtime.Object {
+	out := make([]runtime.Object, len(objs))
+	for i, o := range objs {
+		out[i] = o
+	}
+	return out
 }
 
 // sync runs one sync of job and returns the requeue delay.
@@ -388,4 +380,54 @@ func (f *fakePodGroups) Update(_ context.Context, pg *volcanov1beta1.PodGroup, _
 func (f *fakePodGroups) Delete(_ context.Context, name string, _ metav1.DeleteOptions) error {
 	f.deleted = append(f.deleted, name)
 	return nil
+}
+
+// setFiles replaces the job's ConfigMap with the one the controller writes
+// for hosts and state, and lets the launcher have seen it.
+func (f *fixture) setFiles(job *kubeflow.MPIJob, hosts elastic.Hosts, state elastic.State) {
+	f.cms[0] = newConfigMap(defaulted(job), hosts, state)
+	launcherOf(f).Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
+}
+
+// expectListed checks that the last update of the job's ConfigMap lists
+// exactly hosts in discover_hosts.sh, each with one slot, and returns it.
+func (f *fixture) expectListed(hosts ...string) *corev1.ConfigMap {
+	f.t.Helper()
+	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
+	want := "#!/bin/sh\n"
+	for _, h := range hosts {
+		want += "echo " + h + ":1\n"
+	}
+	if got := cm.Data[discoverHostsKey]; got != want {
+		f.t.Errorf("discover_hosts.sh %q, want %q", got, want)
+	}
+	return cm
+}
+
+// expectHostfile checks that the hostfile of cm names exactly hosts, each
+// with one slot.
+func (f *fixture) expectHostfile(cm *corev1.ConfigMap, hosts ...string) {
+	f.t.Helper()
+	want := ""
+	for _, h := range hosts {
+		want += h + " slots=1\n"
+	}
+	if got := cm.Data[hostfileKey]; got != want {
+		f.t.Errorf("hostfile %q, want %q", got, want)
+	}
+}
+
+// expectConditionTrue checks that st holds a True condition of type typ with
+// reason and a message that contains msg.
+func expectConditionTrue(t *testing.T, st common.JobStatus, typ common.JobConditionType, reason, msg string) {
+	t.Helper()
+	c := conditions.Find(st.Conditions, typ)
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != reason || !strings.Contains(c.Message, msg) {
+		t.Errorf("%s condition %+v, want True with reason %s and a message containing %q", typ, c, reason, msg)
+	}
+}
+
+// refuse makes every request of verb on resource to client fail with err.
+func refuse(client *core.Fake, verb, resource string, err error) {
+	client.PrependReactor(verb, resource, func(core.Action) (bool, runtime.Object, error) { return true, nil, err })
 }

@@ -104,11 +104,7 @@ func TestForeignWorkerNameNeverGranted(t *testing.T) {
 				t.Errorf("exec granted (-want +got):\n%s", diff)
 			}
 			f.expectKubeWrites(update("configmaps", "pi-config"), update("roles", "pi-launcher"), create("pods", "pi-worker-2"))
-			st := f.writtenStatus()
-			c := conditions.Find(st.Conditions, conditionBlocked)
-			if c == nil || c.Reason != eventErrResourceExists || !strings.Contains(c.Message, `Pod "pi-worker-1" already exists and is not managed by MPIJob pi`) {
-				t.Errorf("Blocked condition %+v", c)
-			}
+			expectConditionTrue(t, f.writtenStatus(), conditionBlocked, eventErrResourceExists, `Pod "pi-worker-1" already exists and is not managed by MPIJob pi`)
 			if ev := f.events(); !slices.ContainsFunc(ev, func(e string) bool {
 				return strings.HasPrefix(e, "Warning ErrResourceExists ") && strings.Contains(e, "pi-worker-1")
 			}) {

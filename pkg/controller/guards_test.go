@@ -86,11 +86,8 @@ func TestEarlyExitsWriteNothing(t *testing.T) {
 // "<type> <reason>", True.
 func (f *fixture) expectCondition(want string) {
 	f.t.Helper()
-	st := f.writtenStatus()
 	typ, reason, _ := strings.Cut(want, " ")
-	if c := conditions.Find(st.Conditions, common.JobConditionType(typ)); c == nil || c.Status != corev1.ConditionTrue || c.Reason != reason {
-		f.t.Errorf("%s condition %+v, want True with reason %s", typ, c, reason)
-	}
+	expectConditionTrue(f.t, f.writtenStatus(), common.JobConditionType(typ), reason, "")
 }
 
 // expectNoWrites checks that the requests since the last check were at
@@ -123,12 +120,6 @@ func indexOf(actions []action, a action) int {
 }
 
 func guardStates() []guardState {
-	failedLauncher := func(f *fixture) {
-		l := launcherOf(f)
-		l.Status.Phase = corev1.PodFailed
-		l.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "launcher",
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}}
-	}
 	return []guardState{
 		{name: "deadline passed", status: true, outcome: "Failed DeadlineExceeded", setup: func(f *fixture) *kubeflow.MPIJob {
 			job := elasticJob(f, 2, 1)
@@ -142,7 +133,7 @@ func guardStates() []guardState {
 		}},
 		{name: "launcher failed", status: true, outcome: "Failed MPIJobFailed", setup: func(f *fixture) *kubeflow.MPIJob {
 			job := elasticJob(f, 2, 1)
-			failedLauncher(f)
+			failedLauncher(f, 1)
 			return job
 		}},
 		{name: "launcher over its backoff limit", status: true, outcome: "Failed BackoffLimitExceeded", setup: func(f *fixture) *kubeflow.MPIJob {
@@ -269,7 +260,7 @@ func wakeEvents() []wakeEvent {
 // jobUpdate tells the controller of an update of a job as the job
 // informer's handler does.
 func jobUpdate(old, job *kubeflow.MPIJob) func(c *MPIJobController) {
-	return func(c *MPIJobController) { c.handleJobUpdate(old, job) }
+	return func(c *MPIJobController) { c.jobEvents.UpdateFunc(old, job) }
 }
 
 // podUpdate changes pod as an update would, and returns how the informer
@@ -286,7 +277,6 @@ func podUpdate(pod *corev1.Pod, change func(*corev1.Pod)) func(c *MPIJobControll
 // the fixture's pods: every worker planned, the Running ones listed, its
 // bookkeeping kept; the launcher has seen it.
 func (f *fixture) listRunning(job *kubeflow.MPIJob) {
-	d := defaulted(job)
 	var hosts elastic.Hosts
 	for _, p := range f.pods {
 		if p.Labels[labelMPIRole] != roleWorker {
@@ -297,9 +287,7 @@ func (f *fixture) listRunning(job *kubeflow.MPIJob) {
 			hosts.Running = append(hosts.Running, p.Name)
 		}
 	}
-	state := elastic.ParseState(f.cms[0].Annotations)
-	f.cms[0] = newConfigMap(d, hosts, state)
-	launcherOf(f).Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
+	f.setFiles(job, hosts, elastic.ParseState(f.cms[0].Annotations))
 }
 
 func launcherOf(f *fixture) *corev1.Pod {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/podcache"
@@ -199,51 +200,48 @@ func TestTrimRBAC(t *testing.T) {
 	ours := newLauncherRole(job, []string{"pi-worker-0", "pi-worker-1"})
 	ours.Annotations = map[string]string{"note": "kept: an update writes the cached copy back"}
 	ours.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}}
-	want := ours.DeepCopy()
-	want.ManagedFields = nil
-	got, err := trimRBAC(ours)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("a Role the job controls (-want +got):\n%s", diff)
-	}
-	// Upstream's operator labelled none of them; what it created is kept
-	// whole all the same, as its controller is an MPIJob.
+	oursWant := ours.DeepCopy()
+	oursWant.ManagedFields = nil
 	upstream := newLauncherRoleBinding(job)
 	upstream.Labels = nil
-	if got, _ := trimRBAC(upstream.DeepCopy()); !cmp.Equal(upstream, got) {
-		t.Errorf("a RoleBinding of upstream's operator changed: %s", cmp.Diff(upstream, got))
-	}
-
 	other := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "web-uid", Controller: ptr(true)}
-	foreign := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns", UID: "r-uid", ResourceVersion: "4",
-			Labels: map[string]string{"app": "web"}, OwnerReferences: []metav1.OwnerReference{other}},
-		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}}},
-	}
-	wantForeign := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns", UID: "r-uid",
-		ResourceVersion: "4", OwnerReferences: []metav1.OwnerReference{other}}}
-	got, err = trimRBAC(foreign)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(wantForeign, got); diff != "" {
-		t.Errorf("a Role of someone else (-want +got):\n%s", diff)
-	}
-	// An MPIJob of another group is someone else's too.
 	otherGroup := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "MPIJob", Name: "pi", UID: "other-uid", Controller: ptr(true)}
-	foreign = &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns",
-		OwnerReferences: []metav1.OwnerReference{otherGroup}}, Rules: ours.Rules}
-	got, _ = trimRBAC(foreign)
-	if diff := cmp.Diff(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns",
-		OwnerReferences: []metav1.OwnerReference{otherGroup}}}, got); diff != "" {
-		t.Errorf("a Role of an MPIJob of another group (-want +got):\n%s", diff)
+	cases := map[string]struct{ in, want runtime.Object }{
+		"a Role the job controls": {ours, oursWant},
+		// Upstream's operator labelled none of them; what it created is
+		// kept whole all the same, as its controller is an MPIJob.
+		"a RoleBinding of upstream's operator": {upstream.DeepCopy(), upstream},
+		"a Role of someone else": {
+			&rbacv1.Role{
+				ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns", UID: "r-uid", ResourceVersion: "4",
+					Labels: map[string]string{"app": "web"}, OwnerReferences: []metav1.OwnerReference{other}},
+				Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}}},
+			},
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns", UID: "r-uid",
+				ResourceVersion: "4", OwnerReferences: []metav1.OwnerReference{other}}},
+		},
+		// An MPIJob of another group is someone else's too.
+		"a Role of an MPIJob of another group": {
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns",
+				OwnerReferences: []metav1.OwnerReference{otherGroup}}, Rules: oursWant.Rules},
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pi-launcher", Namespace: "ns",
+				OwnerReferences: []metav1.OwnerReference{otherGroup}}},
+		},
+		"a RoleBinding of no owner": {
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "admins", Namespace: "ns"},
+				Subjects: []rbacv1.Subject{{Kind: "Group", Name: "admins"}}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "admin"}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "admins", Namespace: "ns"}},
+		},
 	}
-	bare := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "admins", Namespace: "ns"},
-		Subjects: []rbacv1.Subject{{Kind: "Group", Name: "admins"}}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "admin"}}
-	got, _ = trimRBAC(bare)
-	if diff := cmp.Diff(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "admins", Namespace: "ns"}}, got); diff != "" {
-		t.Errorf("a RoleBinding of no owner (-want +got):\n%s", diff)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := trimRBAC(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("cached object (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

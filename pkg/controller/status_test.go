@@ -31,6 +31,11 @@ func TestSetCondition(t *testing.T) {
 	created := statusTestCond(common.JobCreated, T, reconcile.ReasonCreated, "created", t1, t1)
 	running := statusTestCond(common.JobRunning, T, reconcile.ReasonRunning, "running", t1, t1)
 	restarting := statusTestCond(common.JobRestarting, T, reasonRestarting, "restarting", t1, t1)
+	runningFalse := statusTestCond(common.JobRunning, F, reconcile.ReasonRunning, "running", t1, t1)
+	stoppedRunning := statusTestCond(common.JobRunning, F, reconcile.ReasonRunning, "running", t2, t2)
+	newRunning := statusTestCond(common.JobRunning, T, reconcile.ReasonRunning, "running", t2, t2)
+	newFailed := statusTestCond(common.JobFailed, T, reconcile.ReasonFailed, "failed", t2, t2)
+	newSucceeded := statusTestCond(common.JobSucceeded, T, reconcile.ReasonSucceeded, "done", t2, t2)
 	cases := []struct {
 		name        string
 		before      []common.JobCondition
@@ -59,11 +64,21 @@ func TestSetCondition(t *testing.T) {
 			want:        []common.JobCondition{statusTestCond(common.JobRunning, T, reconcile.ReasonRunning, "running again", t2, t1), created},
 		},
 		{
+			// lastTransitionTime is the last time the condition's status
+			// changed (Kubernetes API conventions; kubeflow/common keeps it
+			// when only the reason changes).
+			name:     "another reason keeps the transition time of a condition that stays True",
+			before:   []common.JobCondition{statusTestCond(common.JobFailed, T, reconcile.ReasonFailed, "launcher failed", t1, t1)},
+			condType: common.JobFailed, reason: reasonDeadlineExceeded, msg: "deadline",
+			wantChanged: true,
+			want:        []common.JobCondition{statusTestCond(common.JobFailed, T, reasonDeadlineExceeded, "deadline", t2, t1)},
+		},
+		{
 			name:     "Running appended after Created",
 			before:   []common.JobCondition{created},
 			condType: common.JobRunning, reason: reconcile.ReasonRunning, msg: "running",
 			wantChanged: true,
-			want:        []common.JobCondition{created, statusTestCond(common.JobRunning, T, reconcile.ReasonRunning, "running", t2, t2)},
+			want:        []common.JobCondition{created, newRunning},
 		},
 		{
 			name:     "Restarting removes Running",
@@ -77,66 +92,42 @@ func TestSetCondition(t *testing.T) {
 			before:   []common.JobCondition{created, restarting},
 			condType: common.JobRunning, reason: reconcile.ReasonRunning, msg: "running",
 			wantChanged: true,
-			want:        []common.JobCondition{created, statusTestCond(common.JobRunning, T, reconcile.ReasonRunning, "running", t2, t2)},
+			want:        []common.JobCondition{created, newRunning},
 		},
 		{
 			name:     "Succeeded turns Running False and keeps it",
 			before:   []common.JobCondition{created, running},
 			condType: common.JobSucceeded, reason: reconcile.ReasonSucceeded, msg: "done",
 			wantChanged: true,
-			want: []common.JobCondition{
-				created,
-				statusTestCond(common.JobRunning, F, reconcile.ReasonRunning, "running", t2, t2),
-				statusTestCond(common.JobSucceeded, T, reconcile.ReasonSucceeded, "done", t2, t2),
-			},
+			want:        []common.JobCondition{created, stoppedRunning, newSucceeded},
 		},
 		{
 			name:     "Failed turns Running False and keeps it",
 			before:   []common.JobCondition{created, running},
 			condType: common.JobFailed, reason: reconcile.ReasonFailed, msg: "failed",
 			wantChanged: true,
-			want: []common.JobCondition{
-				created,
-				statusTestCond(common.JobRunning, F, reconcile.ReasonRunning, "running", t2, t2),
-				statusTestCond(common.JobFailed, T, reconcile.ReasonFailed, "failed", t2, t2),
-			},
+			want:        []common.JobCondition{created, stoppedRunning, newFailed},
 		},
 		{
-			name: "Failed leaves an already False Running as it was",
-			before: []common.JobCondition{
-				created,
-				statusTestCond(common.JobRunning, F, reconcile.ReasonRunning, "running", t1, t1),
-			},
+			name:     "Failed leaves an already False Running as it was",
+			before:   []common.JobCondition{created, runningFalse},
 			condType: common.JobFailed, reason: reconcile.ReasonFailed, msg: "failed",
 			wantChanged: true,
-			want: []common.JobCondition{
-				created,
-				statusTestCond(common.JobRunning, F, reconcile.ReasonRunning, "running", t1, t1),
-				statusTestCond(common.JobFailed, T, reconcile.ReasonFailed, "failed", t2, t2),
-			},
+			want:        []common.JobCondition{created, runningFalse, newFailed},
 		},
 		{
-			name: "a False condition set again turns True with a new transition time",
-			before: []common.JobCondition{
-				created,
-				statusTestCond(common.JobRunning, F, reconcile.ReasonRunning, "running", t1, t1),
-			},
+			name:     "a False condition set again turns True with a new transition time",
+			before:   []common.JobCondition{created, runningFalse},
 			condType: common.JobRunning, reason: reconcile.ReasonRunning, msg: "running",
 			wantChanged: true,
-			want: []common.JobCondition{
-				created,
-				statusTestCond(common.JobRunning, T, reconcile.ReasonRunning, "running", t2, t2),
-			},
+			want:        []common.JobCondition{created, newRunning},
 		},
 		{
 			name:     "Succeeded does not touch Created",
 			before:   []common.JobCondition{created},
 			condType: common.JobSucceeded, reason: reconcile.ReasonSucceeded, msg: "done",
 			wantChanged: true,
-			want: []common.JobCondition{
-				created,
-				statusTestCond(common.JobSucceeded, T, reconcile.ReasonSucceeded, "done", t2, t2),
-			},
+			want:        []common.JobCondition{created, newSucceeded},
 		},
 	}
 	for _, tc := range cases {
@@ -170,27 +161,6 @@ func countType(conds []common.JobCondition) int {
 		seen[c.Type] = true
 	}
 	return dups
-}
-
-// TestSetConditionKeepsTransitionTimeWhenStatusUnchanged: lastTransitionTime
-// is the last time the condition's status changed (Kubernetes API
-// conventions; kubeflow/common keeps it when only the reason changes). A
-// True condition that gets a new reason stays True, so only lastUpdateTime,
-// reason and message may change.
-func TestSetConditionKeepsTransitionTimeWhenStatusUnchanged(t *testing.T) {
-	t1, t2 := statusTestT1, statusTestT2
-	status := &common.JobStatus{Conditions: []common.JobCondition{
-		statusTestCond(common.JobFailed, corev1.ConditionTrue, reconcile.ReasonFailed, "launcher failed", t1, t1),
-	}}
-	if !setCondition(status, common.JobFailed, reasonDeadlineExceeded, "deadline", t2) {
-		t.Fatal("setCondition with a new reason reported no change")
-	}
-	want := []common.JobCondition{
-		statusTestCond(common.JobFailed, corev1.ConditionTrue, reasonDeadlineExceeded, "deadline", t2, t1),
-	}
-	if diff := cmp.Diff(want, status.Conditions); diff != "" {
-		t.Errorf("conditions (-want +got):\n%s", diff)
-	}
 }
 
 // TestRestartingNamesLatestLauncher replays what launcherFailed
@@ -386,8 +356,7 @@ func TestCountChangesWait(t *testing.T) {
 	f := newFixture(t)
 	job := runningJob(f, 2)
 	f.pods[1].Status.Phase = corev1.PodPending
-	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1"}, Running: []string{"pi-worker-0"}}, elastic.State{})
-	f.pods[2].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
+	f.setFiles(job, elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1"}, Running: []string{"pi-worker-0"}}, elastic.State{})
 	ctx, c := f.readyController(nil)
 	requeue, err := c.syncHandler(ctx, jobKey(job))
 	if err != nil {

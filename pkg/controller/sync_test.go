@@ -15,9 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
@@ -242,12 +240,7 @@ func TestChildNotControlledStopsSync(t *testing.T) {
 				t.Fatalf("sync error = %v, want reconcile.ErrResourceExists", err)
 			}
 			f.expectKubeWrites(tc.want...)
-			events := f.events()
-			found := false
-			for _, e := range events {
-				found = found || strings.HasPrefix(e, "Warning ErrResourceExists ")
-			}
-			if !found {
+			if events := f.events(); !slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, "Warning ErrResourceExists ") }) {
 				t.Errorf("events %q lack a Warning ErrResourceExists", events)
 			}
 		})
@@ -286,16 +279,63 @@ func runningJob(f *fixture, workers int32) *kubeflow.MPIJob {
 	return job
 }
 
-func TestSteadyStateWritesNothing(t *testing.T) {
-	f := newFixture(t)
-	job := runningJob(f, 2)
-	if d := f.sync(job); d != 0 {
-		t.Errorf("requeue = %v", d)
+// TestSyncWritesNothing: a sync of a job with nothing to do writes and
+// tells nothing, and comes back only for a deadline still to come.
+func TestSyncWritesNothing(t *testing.T) {
+	cases := []struct {
+		name        string
+		setup       func(f *fixture) *kubeflow.MPIJob
+		wantRequeue time.Duration
+	}{
+		{name: "steady state", setup: func(f *fixture) *kubeflow.MPIJob { return runningJob(f, 2) }},
+		{name: "active deadline not yet", wantRequeue: 100 * time.Second, setup: func(f *fixture) *kubeflow.MPIJob {
+			job := runningJob(f, 1)
+			job.Spec.RunPolicy = &common.RunPolicy{ActiveDeadlineSeconds: ptr[int64](3700)}
+			return job
+		}},
+		{name: "TTL not yet", wantRequeue: 40 * time.Second, setup: func(f *fixture) *kubeflow.MPIJob {
+			return finishedJob(f, ptr[int32](60), testNow.Add(-20*time.Second))
+		}},
+		{name: "same name in another namespace is ignored", setup: func(f *fixture) *kubeflow.MPIJob {
+			job := runningJob(f, 2)
+			other := newTestJob("pi", 5)
+			other.Namespace, other.UID = "other", "other-uid"
+			f.pods = append(f.pods, existingWorkers(other, corev1.PodRunning, 2, 3, 4)...)
+			return job
+		}},
+		{name: "deleted job is forgotten", setup: func(*fixture) *kubeflow.MPIJob { return newTestJob("gone", 1) }},
+		{name: "worker of another owner is not counted", setup: func(f *fixture) *kubeflow.MPIJob {
+			job := runningJob(f, 1)
+			stray := existingWorkers(job, corev1.PodRunning, 7)[0]
+			stray.OwnerReferences[0].UID = types.UID("someone-else")
+			f.pods = append(f.pods, stray)
+			return job
+		}},
+		{name: "elastic failure reported once", setup: func(f *fixture) *kubeflow.MPIJob {
+			job := elasticJob(f, 2, 1)
+			f.pods[1].Status.Phase = corev1.PodFailed
+			f.pods[1].Annotations = map[string]string{elastic.AnnotationReplacedBy: "pi-worker-2"}
+			f.pods = append(f.pods, existingWorkers(job, corev1.PodRunning, 2)...)
+			hosts := []string{"pi-worker-0", "pi-worker-2"}
+			f.setFiles(job, elastic.Hosts{Desired: hosts, Running: hosts}, elastic.State{NextIndex: 3})
+			f.roles[0] = newLauncherRole(defaulted(job), hosts)
+			job.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker].Failed = 1
+			return job
+		}},
 	}
-	f.expectKubeWrites()
-	f.expectMPIWrites()
-	if e := f.events(); len(e) != 0 {
-		t.Errorf("events at rest: %q", e)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			job := tc.setup(f)
+			if d := f.sync(job); d != tc.wantRequeue {
+				t.Errorf("requeue = %v, want %v", d, tc.wantRequeue)
+			}
+			f.expectKubeWrites()
+			f.expectMPIWrites()
+			if e := f.events(); len(e) != 0 {
+				t.Errorf("events: %q", e)
+			}
+		})
 	}
 }
 
@@ -323,8 +363,7 @@ func TestNotRunningUntilAllWorkersRun(t *testing.T) {
 	job := runningJob(f, 2)
 	job.Status.Conditions = job.Status.Conditions[:1]
 	f.pods[1].Status.Phase = corev1.PodPending
-	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1"}, Running: []string{"pi-worker-0"}}, elastic.State{})
-	f.pods[2].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
+	f.setFiles(job, elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1"}, Running: []string{"pi-worker-0"}}, elastic.State{})
 	f.syncCountsDue(job)
 	f.expectKubeWrites()
 	st := f.writtenStatus()
@@ -351,9 +390,7 @@ func TestLauncherSucceeded(t *testing.T) {
 			st, events := f.syncRecordingEnd(job)
 			// The discovery script is emptied before any worker goes.
 			f.expectKubeWrites(append([]action{update("configmaps", "pi-config")}, tc.deletes...)...)
-			if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != "#!/bin/sh\n" {
-				t.Errorf("discover_hosts.sh of a finished job = %q", got)
-			}
+			f.expectListed()
 			if !conditions.Has(st.Conditions, common.JobSucceeded) || conditions.Has(st.Conditions, common.JobRunning) {
 				t.Errorf("conditions %+v, want Succeeded and Running False", st.Conditions)
 			}
@@ -384,44 +421,26 @@ func TestCleanPodPolicyFromRunPolicy(t *testing.T) {
 }
 
 func TestLauncherFailed(t *testing.T) {
-	cases := map[string]struct {
-		reason     string
-		exitCode   int32
-		wantReason string
-		wantMsg    string
-	}{
-		"exit": {exitCode: 1, wantReason: reconcile.ReasonFailed, wantMsg: "MPIJob ns/pi has failed: its launcher exited with code 1."},
+	f := newFixture(t)
+	job := runningJob(f, 1)
+	failedLauncher(f, 1)
+	st, events := f.syncRecordingEnd(job)
+	f.expectKubeWrites(update("configmaps", "pi-config"))
+	const wantMsg = "MPIJob ns/pi has failed: its launcher exited with code 1."
+	if c := conditions.Find(st.Conditions, common.JobFailed); c == nil || c.Reason != reconcile.ReasonFailed || c.Message != wantMsg {
+		t.Errorf("Failed condition %+v, want reason %s message %q", c, reconcile.ReasonFailed, wantMsg)
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := newFixture(t)
-			job := runningJob(f, 1)
-			l := f.pods[1]
-			l.Status.Phase = corev1.PodFailed
-			l.Status.Reason = tc.reason
-			if tc.reason == "" {
-				l.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "launcher",
-					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: tc.exitCode}}}}
-			}
-			st, events := f.syncRecordingEnd(job)
-			f.expectKubeWrites(update("configmaps", "pi-config"))
-			c := conditions.Find(st.Conditions, common.JobFailed)
-			if c == nil || c.Reason != tc.wantReason || c.Message != tc.wantMsg {
-				t.Errorf("Failed condition %+v, want reason %s message %q", c, tc.wantReason, tc.wantMsg)
-			}
-			if st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed != 1 {
-				t.Errorf("launcher failed count %d", st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed)
-			}
-			if len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+tc.wantReason+" ") {
-				t.Errorf("events %q", events)
-			}
-		})
+	if st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed != 1 {
+		t.Errorf("launcher failed count %d", st.ReplicaStatuses[kubeflow.MPIReplicaTypeLauncher].Failed)
+	}
+	if len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+reconcile.ReasonFailed+" ") {
+		t.Errorf("events %q", events)
 	}
 }
 
 // failedLauncher makes the fixture's launcher fail with the exit code.
 func failedLauncher(f *fixture, code int32) {
-	l := f.pods[len(f.pods)-1]
+	l := launcherOf(f)
 	l.Status.Phase = corev1.PodFailed
 	l.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "launcher",
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}}
@@ -499,9 +518,7 @@ func TestEvictedLauncherCountsAgainstBackoffLimit(t *testing.T) {
 	l.Status.Phase, l.Status.Reason = corev1.PodFailed, "Evicted"
 	f.sync(job)
 	st := f.writtenStatus()
-	if c := conditions.Find(st.Conditions, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
-		t.Errorf("Failed condition %+v, want BackoffLimitExceeded", c)
-	}
+	expectConditionTrue(t, st, common.JobFailed, reasonBackoffLimitExceeded, "")
 }
 
 // TestLauncherRestartNotDeletedWhenRecordFails: a status write that
@@ -523,9 +540,7 @@ func (f *fixture) expectNoWriteWhileStatusConflicts(job *kubeflow.MPIJob) {
 	f.t.Helper()
 	for range 2 {
 		_, err := f.syncPrepared(job, func(*MPIJobController) {
-			f.mpiClient.PrependReactor("update", "mpijobs", func(core.Action) (bool, runtime.Object, error) {
-				return true, nil, apierrors.NewConflict(kubeflow.Resource("mpijobs"), "pi", errors.New("stale"))
-			})
+			refuse(&f.mpiClient.Fake, "update", "mpijobs", apierrors.NewConflict(kubeflow.Resource("mpijobs"), "pi", errors.New("stale")))
 		})
 		if !apierrors.IsConflict(err) {
 			f.t.Fatalf("sync error %v, want the conflict", err)
@@ -574,9 +589,7 @@ func TestExitCodeBackoffLimitExceeded(t *testing.T) {
 	st, _ := f.syncRecordingEnd(job)
 	// The job is stopped: its running worker goes whatever cleanPodPolicy says.
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"))
-	if c := conditions.Find(st.Conditions, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
-		t.Errorf("Failed condition %+v, want BackoffLimitExceeded", c)
-	}
+	expectConditionTrue(t, st, common.JobFailed, reasonBackoffLimitExceeded, "")
 }
 
 func TestExitCodePermanentErrorFails(t *testing.T) {
@@ -586,9 +599,7 @@ func TestExitCodePermanentErrorFails(t *testing.T) {
 	failedLauncher(f, 3)
 	f.sync(job)
 	st := f.writtenStatus()
-	if c := conditions.Find(st.Conditions, common.JobFailed); c == nil || c.Reason != reconcile.ReasonFailed {
-		t.Errorf("Failed condition %+v, want MPIJobFailed", c)
-	}
+	expectConditionTrue(t, st, common.JobFailed, reconcile.ReasonFailed, "")
 }
 
 func TestOnFailureBackoffLimitStopsLauncher(t *testing.T) {
@@ -601,9 +612,7 @@ func TestOnFailureBackoffLimitStopsLauncher(t *testing.T) {
 	st, _ := f.syncRecordingEnd(job)
 	// Backoff failures stop every active pod, whatever cleanPodPolicy says.
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"), del("pods", "pi-launcher"))
-	if c := conditions.Find(st.Conditions, common.JobFailed); c == nil || c.Reason != reasonBackoffLimitExceeded {
-		t.Errorf("Failed condition %+v", c)
-	}
+	expectConditionTrue(t, st, common.JobFailed, reasonBackoffLimitExceeded, "")
 }
 
 func TestEvictedWorkerFailsFixedJob(t *testing.T) {
@@ -625,24 +634,7 @@ func TestActiveDeadline(t *testing.T) {
 	job.Spec.RunPolicy = &common.RunPolicy{ActiveDeadlineSeconds: ptr[int64](3600)}
 	st, _ := f.syncRecordingEnd(job)
 	f.expectKubeWrites(update("configmaps", "pi-config"), del("pods", "pi-worker-0"), del("pods", "pi-launcher"))
-	c := conditions.Find(st.Conditions, common.JobFailed)
-	if c == nil || c.Reason != reasonDeadlineExceeded {
-		t.Fatalf("Failed condition %+v, want DeadlineExceeded", c)
-	}
-	if !strings.Contains(c.Message, "activeDeadlineSeconds (3600s)") {
-		t.Errorf("message %q does not name the field", c.Message)
-	}
-}
-
-func TestActiveDeadlineNotYet(t *testing.T) {
-	f := newFixture(t)
-	job := runningJob(f, 1)
-	job.Spec.RunPolicy = &common.RunPolicy{ActiveDeadlineSeconds: ptr[int64](3700)}
-	if d := f.sync(job); d != 100*time.Second {
-		t.Errorf("requeue = %v, want the 100s left", d)
-	}
-	f.expectKubeWrites()
-	f.expectMPIWrites()
+	expectConditionTrue(t, st, common.JobFailed, reasonDeadlineExceeded, "activeDeadlineSeconds (3600s)")
 }
 
 func finishedJob(f *fixture, ttl *int32, completed time.Time) *kubeflow.MPIJob {
@@ -665,16 +657,6 @@ func TestTTLDeletesFinishedJob(t *testing.T) {
 	f.expectMPIWrites(del("mpijobs", "pi"))
 }
 
-func TestTTLNotYet(t *testing.T) {
-	f := newFixture(t)
-	job := finishedJob(f, ptr[int32](60), testNow.Add(-20*time.Second))
-	if d := f.sync(job); d != 40*time.Second {
-		t.Errorf("requeue = %v, want 40s", d)
-	}
-	f.expectKubeWrites()
-	f.expectMPIWrites()
-}
-
 func TestScaleUpAllowsExecBeforeCreatingWorkers(t *testing.T) {
 	f := newFixture(t)
 	job := runningJob(f, 2)
@@ -691,13 +673,9 @@ func TestScaleUpAllowsExecBeforeCreatingWorkers(t *testing.T) {
 	if diff := cmp.Diff(want, role.Rules[1].ResourceNames); diff != "" {
 		t.Errorf("exec resourceNames (-want +got):\n%s", diff)
 	}
-	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
-	if got := cm.Data[hostfileKey]; got != "pi-worker-0 slots=1\npi-worker-1 slots=1\npi-worker-2 slots=1\npi-worker-3 slots=1\n" {
-		t.Errorf("hostfile %q", got)
-	}
-	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\n" {
-		t.Errorf("discover_hosts.sh %q lists workers that do not run yet", got)
-	}
+	// discover_hosts.sh lists no worker that does not run yet.
+	cm := f.expectListed("pi-worker-0", "pi-worker-1")
+	f.expectHostfile(cm, want...)
 }
 
 func TestScaleDownDrainsBeforeDeleting(t *testing.T) {
@@ -716,13 +694,8 @@ func TestScaleDownDrainsBeforeDeleting(t *testing.T) {
 		patchPod("pi-worker-2"),
 		patchPod("pi-worker-3"),
 	)
-	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
-	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\n" {
-		t.Errorf("discover_hosts.sh %q still lists draining workers", got)
-	}
-	if got := cm.Data[hostfileKey]; got != "pi-worker-0 slots=1\npi-worker-1 slots=1\n" {
-		t.Errorf("hostfile %q", got)
-	}
+	cm := f.expectListed("pi-worker-0", "pi-worker-1")
+	f.expectHostfile(cm, "pi-worker-0", "pi-worker-1")
 }
 
 func TestDrainedWorkersAreDeletedAfterDrainPeriod(t *testing.T) {
@@ -733,10 +706,8 @@ func TestDrainedWorkersAreDeletedAfterDrainPeriod(t *testing.T) {
 	for _, p := range f.pods[2:4] {
 		p.Annotations = map[string]string{elastic.AnnotationDrainingSince: since}
 	}
-	d := defaulted(job)
 	two := []string{"pi-worker-0", "pi-worker-1"}
-	f.cms[0] = newConfigMap(d, elastic.Hosts{Desired: two, Running: two}, elastic.State{})
-	f.pods[4].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
+	f.setFiles(job, elastic.Hosts{Desired: two, Running: two}, elastic.State{})
 
 	f.sync(job)
 	// The Role keeps the victims until their deletion is seen.
@@ -746,16 +717,12 @@ func TestDrainedWorkersAreDeletedAfterDrainPeriod(t *testing.T) {
 func TestWorkerTurningRunningIsDiscovered(t *testing.T) {
 	f := newFixture(t)
 	job := runningJob(f, 2)
-	d := defaulted(job)
 	two := []string{"pi-worker-0", "pi-worker-1"}
-	f.cms[0] = newConfigMap(d, elastic.Hosts{Desired: two, Running: two[:1]}, elastic.State{})
-	f.pods[2].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
+	f.setFiles(job, elastic.Hosts{Desired: two, Running: two[:1]}, elastic.State{})
 
 	f.sync(job)
 	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
-	if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\n" {
-		t.Errorf("discover_hosts.sh %q", got)
-	}
+	f.expectListed(two...)
 }
 
 func TestRefreshLauncherOff(t *testing.T) {
@@ -763,7 +730,7 @@ func TestRefreshLauncherOff(t *testing.T) {
 	f.cfg.RefreshLauncher = false
 	job := runningJob(f, 2)
 	two := []string{"pi-worker-0", "pi-worker-1"}
-	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: two, Running: two[:1]}, elastic.State{})
+	f.setFiles(job, elastic.Hosts{Desired: two, Running: two[:1]}, elastic.State{})
 	f.sync(job)
 	f.expectKubeWrites(update("configmaps", "pi-config"))
 }
@@ -793,44 +760,10 @@ func TestInvalidJobFailsWithoutChildren(t *testing.T) {
 	}
 	f.expectKubeWrites()
 	st := f.writtenStatus()
-	c := conditions.Find(st.Conditions, common.JobFailed)
-	if c == nil || c.Reason != reasonInvalidSpec || !strings.Contains(c.Message, "spec.mpiReplicaSpecs[Launcher]") {
-		t.Fatalf("Failed condition %+v, want one naming spec.mpiReplicaSpecs[Launcher]", c)
-	}
+	expectConditionTrue(t, st, common.JobFailed, reasonInvalidSpec, "spec.mpiReplicaSpecs[Launcher]")
 	if e := f.events(); len(e) != 1 || !strings.HasPrefix(e[0], "Warning "+reasonInvalidSpec+" ") || !strings.Contains(e[0], "spec.mpiReplicaSpecs[Launcher]") {
 		t.Errorf("events %q", e)
 	}
-}
-
-func TestSameNameInOtherNamespaceIsIgnored(t *testing.T) {
-	f := newFixture(t)
-	job := runningJob(f, 2)
-	other := newTestJob("pi", 5)
-	other.Namespace = "other"
-	other.UID = "other-uid"
-	f.pods = append(f.pods, existingWorkers(other, corev1.PodRunning, 2, 3, 4)...)
-	f.sync(job)
-	f.expectKubeWrites()
-	f.expectMPIWrites()
-}
-
-func TestDeletedJobIsForgotten(t *testing.T) {
-	f := newFixture(t)
-	job := newTestJob("gone", 1)
-	f.sync(job)
-	f.expectKubeWrites()
-	f.expectMPIWrites()
-}
-
-func TestWorkerOfOtherOwnerIsNotCounted(t *testing.T) {
-	f := newFixture(t)
-	job := runningJob(f, 1)
-	stray := existingWorkers(job, corev1.PodRunning, 7)[0]
-	stray.OwnerReferences[0].UID = types.UID("someone-else")
-	f.pods = append(f.pods, stray)
-	f.sync(job)
-	f.expectKubeWrites()
-	f.expectMPIWrites()
 }
 
 // TestFailedStatusWriteAnnouncesNothing: when the status write fails, the
@@ -842,9 +775,7 @@ func TestFailedStatusWriteAnnouncesNothing(t *testing.T) {
 	f.pods[1].Status.Phase = corev1.PodSucceeded
 	_, ctx := ktesting.NewTestContext(t)
 	c := f.newController(ctx)
-	f.mpiClient.PrependReactor("update", "mpijobs", func(core.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewConflict(kubeflow.Resource("mpijobs"), "pi", errors.New("stale"))
-	})
+	refuse(&f.mpiClient.Fake, "update", "mpijobs", apierrors.NewConflict(kubeflow.Resource("mpijobs"), "pi", errors.New("stale")))
 	before := testutil.ToFloat64(metrics.JobsSuccessful)
 	if _, err := c.syncHandler(ctx, "ns/pi"); !apierrors.IsConflict(err) {
 		t.Fatalf("sync error %v, want the conflict", err)
@@ -891,16 +822,12 @@ func TestWorkerGoneIsUnlistedBeforeItIsCreatedAgain(t *testing.T) {
 	f.pods = slices.DeleteFunc(f.pods, func(p *corev1.Pod) bool { return p.Name == "pi-worker-1" })
 	f.sync(job)
 	f.expectKubeWrites(update("configmaps", "pi-config"), patchPod("pi-launcher"))
-	if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\n" {
-		t.Errorf("discover_hosts.sh %q", got)
-	}
+	f.expectListed("pi-worker-0")
 
 	f = newFixture(t)
 	job = runningJob(f, 2)
 	f.pods = slices.DeleteFunc(f.pods, func(p *corev1.Pod) bool { return p.Name == "pi-worker-1" })
-	one := []string{"pi-worker-0"}
-	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1"}, Running: one}, elastic.State{})
-	f.pods[len(f.pods)-1].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
+	f.setFiles(job, elastic.Hosts{Desired: []string{"pi-worker-0", "pi-worker-1"}, Running: []string{"pi-worker-0"}}, elastic.State{})
 	f.sync(job)
 	f.expectKubeWrites(create("pods", "pi-worker-1"))
 }

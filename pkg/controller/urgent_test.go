@@ -1,11 +1,9 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -24,8 +22,7 @@ import (
 func oneOfTwoListed(f *fixture) *kubeflow.MPIJob {
 	job := runningJob(f, 2)
 	two := []string{"pi-worker-0", "pi-worker-1"}
-	f.cms[0] = newConfigMap(defaulted(job), elastic.Hosts{Desired: two, Running: two[:1]}, elastic.State{})
-	f.pods[2].Annotations[elastic.AnnotationHostsHash] = elastic.HostsHash(f.cms[0].Data[discoverHostsKey])
+	f.setFiles(job, elastic.Hosts{Desired: two, Running: two[:1]}, elastic.State{})
 	return job
 }
 
@@ -35,10 +32,7 @@ func TestWorkerTurningRunningIsListed(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
 	f.sync(job)
-	want := "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\n"
-	if got := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config").Data[discoverHostsKey]; got != want {
-		t.Errorf("discover_hosts.sh %q, want %q", got, want)
-	}
+	f.expectListed("pi-worker-0", "pi-worker-1")
 	if !slices.Contains(writes(f.kubeClient.Actions()), patchPod("pi-launcher")) {
 		t.Error("the launcher is not told of the new script")
 	}
@@ -51,30 +45,30 @@ func TestListedWorkerRecordsNextIndex(t *testing.T) {
 	f.pods = append(f.pods, existingWorkers(job, corev1.PodRunning, 2)...)
 
 	f.sync(job)
-	cm := updatedObject[*corev1.ConfigMap](f, "configmaps", "pi-config")
-	if got := cm.Data[discoverHostsKey]; got != "#!/bin/sh\necho pi-worker-0:1\necho pi-worker-1:1\necho pi-worker-2:1\n" {
-		t.Errorf("discover_hosts.sh %q", got)
-	}
-	if got := cm.Annotations[elastic.AnnotationNextWorkerIndex]; got != "3" {
+	if got := f.expectListed("pi-worker-0", "pi-worker-1", "pi-worker-2").Annotations[elastic.AnnotationNextWorkerIndex]; got != "3" {
 		t.Errorf("next worker index %q, want 3 once worker 2 is listed", got)
 	}
 }
 
 // TestFilesWaitForOwnPodWrites: while the cache does not show a deletion
-// or a drain mark of the controller's, the files are not written, since
-// they could list a worker already taken out; created pods not in the cache
-// yet do not hold them back, since they are not Running.
+// or a drain mark of the controller's, the main sync leaves the files
+// alone, since they could list a worker already taken out; created pods not
+// in the cache yet do not hold them back, since they are not Running, and
+// the launcher is told of the script written.
 func TestFilesWaitForOwnPodWrites(t *testing.T) {
 	cases := map[string]struct {
-		expect  func(c *MPIJobController, key string)
-		written bool
+		expect func(c *MPIJobController, key string)
+		want   []action
 	}{
-		"a deletion unseen": {func(c *MPIJobController, key string) {
+		"a worker's deletion unseen": {expect: func(c *MPIJobController, key string) {
+			c.Expectations.ExpectChange(key, "pi-worker-1-uid", reconcile.ShowsDeletion)
+		}},
+		"the launcher's deletion unseen": {expect: func(c *MPIJobController, key string) {
 			c.Expectations.ExpectChange(key, "pi-launcher-uid", reconcile.ShowsDeletion)
-		}, false},
-		"a creation unseen": {func(c *MPIJobController, key string) {
+		}},
+		"a creation unseen": {expect: func(c *MPIJobController, key string) {
 			c.Expectations.ExpectCreate(key, "pi-worker-9")
-		}, true},
+		}, want: []action{update("configmaps", "pi-config"), patchPod("pi-launcher")}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -83,10 +77,7 @@ func TestFilesWaitForOwnPodWrites(t *testing.T) {
 			if _, err := f.syncPrepared(job, func(c *MPIJobController) { tc.expect(c, jobKey(job)) }); err != nil {
 				t.Fatal(err)
 			}
-			got := slices.Contains(writes(f.kubeClient.Actions()), update("configmaps", "pi-config"))
-			if got != tc.written {
-				t.Errorf("files written: %v, want %v", got, tc.written)
-			}
+			f.expectKubeWrites(tc.want...)
 		})
 	}
 }
@@ -132,11 +123,7 @@ func TestCreationsGiveWayToAnUrgentChange(t *testing.T) {
 				return false, nil, nil
 			})
 			c.Queue.Add(key)
-			c.ProcessNext(ctx, func(ctx context.Context, key string) (time.Duration, error) {
-				d, err := c.syncHandler(ctx, key)
-				t.Logf("DBG %v %v %v", d, err, c.GivingWay(key))
-				return d, err
-			})
+			c.ProcessNext(ctx, c.syncHandler)
 			want := 19
 			if urgent {
 				want = 1
@@ -148,17 +135,15 @@ func TestCreationsGiveWayToAnUrgentChange(t *testing.T) {
 			if statusWritten == urgent {
 				t.Errorf("status written: %v, want %v", statusWritten, !urgent)
 			}
-			queued, priority, _ := -1, 0, false
-			if c.Queue.Len() == 1 {
+			queued, priority := c.Queue.Len() == 1, 0
+			if queued {
 				var k string
-				k, priority, _ = c.Queue.GetWithPriority()
-				queued = 0
-				if k != key {
+				if k, priority, _ = c.Queue.GetWithPriority(); k != key {
 					t.Errorf("queued %q, want %q", k, key)
 				}
 			}
-			if urgent && (queued != 0 || priority != 1) {
-				t.Errorf("the job is not queued again urgently (queued %v, priority %d)", queued == 0, priority)
+			if urgent && (!queued || priority != 1) {
+				t.Errorf("the job is not queued again urgently (queued %v, priority %d)", queued, priority)
 			}
 		})
 	}
@@ -218,9 +203,6 @@ func TestNoOpPodPatchLeavesNothingToWaitFor(t *testing.T) {
 	job := oneOfTwoListed(f)
 	// The pod holds the value already, so the patch changes nothing and
 	// no event follows.
-	if f.pods[2].Annotations == nil {
-		f.pods[2].Annotations = map[string]string{}
-	}
 	f.pods[2].Annotations[elastic.AnnotationHostsHash] = "same"
 	_, ctx := ktesting.NewTestContext(t)
 	c := f.newController(ctx)
@@ -251,7 +233,7 @@ func TestReplicaChangesAreUrgent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			expectQueuedAt(t, func(c *MPIJobController) { c.handleJobUpdate(old, tc.new) }, tc.want)
+			expectQueuedAt(t, func(c *MPIJobController) { c.jobEvents.UpdateFunc(old, tc.new) }, tc.want)
 		})
 	}
 }
@@ -264,10 +246,15 @@ func TestLauncherRefreshIsNoExpectation(t *testing.T) {
 	f := newFixture(t)
 	job := oneOfTwoListed(f)
 	ctx, c := f.readyController(nil)
-	if _, err := c.syncHandler(ctx, jobKey(job)); err != nil {
-		t.Fatal(err)
+	// syncTellsLauncher runs a sync and tells whether it patched the launcher.
+	syncTellsLauncher := func() bool {
+		f.kubeClient.ClearActions()
+		if _, err := c.syncHandler(ctx, jobKey(job)); err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(writes(f.kubeClient.Actions()), patchPod("pi-launcher"))
 	}
-	if !slices.Contains(writes(f.kubeClient.Actions()), patchPod("pi-launcher")) {
+	if !syncTellsLauncher() {
 		t.Fatal("the launcher is not told of the new script")
 	}
 	if c.Expectations.Changing(jobKey(job)) || !c.Expectations.Satisfied(jobKey(job)) {
@@ -279,11 +266,7 @@ func TestLauncherRefreshIsNoExpectation(t *testing.T) {
 	if err := f.inf.labelled.Core().V1().ConfigMaps().Informer().GetIndexer().Update(cm); err != nil {
 		t.Fatal(err)
 	}
-	f.kubeClient.ClearActions()
-	if _, err := c.syncHandler(ctx, jobKey(job)); err != nil {
-		t.Fatal(err)
-	}
-	if slices.Contains(writes(f.kubeClient.Actions()), patchPod("pi-launcher")) {
+	if syncTellsLauncher() {
 		t.Error("the launcher is told again of the script it was told of")
 	}
 
@@ -303,11 +286,7 @@ func TestLauncherRefreshIsNoExpectation(t *testing.T) {
 	if err := informer.GetIndexer().Update(cached); err != nil {
 		t.Fatal(err)
 	}
-	f.kubeClient.ClearActions()
-	if _, err := c.syncHandler(ctx, jobKey(job)); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(writes(f.kubeClient.Actions()), patchPod("pi-launcher")) {
+	if !syncTellsLauncher() {
 		t.Error("the launcher is not told again once its hash is gone")
 	}
 }

@@ -24,8 +24,8 @@ import (
 
 // newTestJob returns the job "ns/job" with a launcher that runs mpirun and
 // workers without a command, each template with a label and an annotation
-// of its own. modify runs before the defaults, so that it can set what they
-// would fill in. TypeMeta stays empty: objects from a lister have none, and
+// of its own. modify, but for nil ones, runs before the defaults, so that
+// it can set what they would fill in. TypeMeta stays empty: objects from a lister have none, and
 // the builders must not need it.
 func newTestJob(workers int32, modify ...func(*v2beta1.MPIJob)) *v2beta1.MPIJob {
 	templateMeta := func() metav1.ObjectMeta {
@@ -55,7 +55,9 @@ func newTestJob(workers int32, modify ...func(*v2beta1.MPIJob)) *v2beta1.MPIJob 
 		},
 	}
 	for _, m := range modify {
-		m(job)
+		if m != nil {
+			m(job)
+		}
 	}
 	v2beta1.SetDefaults_MPIJob(job)
 	return job
@@ -99,10 +101,7 @@ func TestNewService(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			job := newTestJob(2)
-			if tc.modify != nil {
-				tc.modify(job)
-			}
+			job := newTestJob(2, tc.modify)
 			want := &corev1.Service{
 				ObjectMeta: testChildMeta("job"),
 				Spec: corev1.ServiceSpec{
@@ -170,19 +169,26 @@ func TestNewSSHSecretRefusesOtherCurves(t *testing.T) {
 	}
 }
 
-// TestGeneratedSSHKeyPair checks that a new Secret's keys parse and belong
-// together: the private key signs what the public key verifies.
-func TestGeneratedSSHKeyPair(t *testing.T) {
+// generatedSSHSecret is a new key and newTestJob's Secret of it.
+func generatedSSHSecret(t *testing.T) (*ecdsa.PrivateKey, *corev1.Secret) {
+	t.Helper()
 	key, err := generateSSHKey()
 	if err != nil {
 		t.Fatalf("generateSSHKey: %v", err)
 	}
-	if key.Curve != elliptic.P521() {
-		t.Errorf("curve %s, want P-521", key.Curve.Params().Name)
-	}
 	secret, err := newSSHSecret(newTestJob(2), key)
 	if err != nil {
 		t.Fatalf("newSSHSecret: %v", err)
+	}
+	return key, secret
+}
+
+// TestGeneratedSSHKeyPair checks that a new Secret's keys parse and belong
+// together: the private key signs what the public key verifies.
+func TestGeneratedSSHKeyPair(t *testing.T) {
+	key, secret := generatedSSHSecret(t)
+	if key.Curve != elliptic.P521() {
+		t.Errorf("curve %s, want P-521", key.Curve.Params().Name)
 	}
 	block, rest := pem.Decode(secret.Data["ssh-privatekey"])
 	if block == nil || block.Type != "EC PRIVATE KEY" || len(rest) != 0 {
@@ -231,14 +237,7 @@ func TestSSHKeyReadByOpenSSH(t *testing.T) {
 	if err != nil {
 		t.Skip("no ssh-keygen")
 	}
-	key, err := generateSSHKey()
-	if err != nil {
-		t.Fatalf("generateSSHKey: %v", err)
-	}
-	secret, err := newSSHSecret(newTestJob(2), key)
-	if err != nil {
-		t.Fatalf("newSSHSecret: %v", err)
-	}
+	_, secret := generatedSSHSecret(t)
 	path := filepath.Join(t.TempDir(), "id_rsa")
 	if err := os.WriteFile(path, secret.Data["ssh-privatekey"], 0o600); err != nil {
 		t.Fatal(err)

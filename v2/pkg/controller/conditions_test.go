@@ -21,112 +21,83 @@ func TestSetCondition(t *testing.T) {
 		return v2beta1.JobCondition{Type: t, Status: s, Reason: reason, Message: reason + " message",
 			LastUpdateTime: update, LastTransitionTime: transition}
 	}
+	// old is a condition set at t0, set one set at t1, when setCondition runs.
+	old := func(t v2beta1.JobConditionType, s corev1.ConditionStatus, reason string) v2beta1.JobCondition {
+		return cond(t, s, reason, t0, t0)
+	}
+	set := func(t v2beta1.JobConditionType, s corev1.ConditionStatus, reason string) v2beta1.JobCondition {
+		return cond(t, s, reason, t1, t1)
+	}
 	const (
-		yes = corev1.ConditionTrue
-		no  = corev1.ConditionFalse
+		yes        = corev1.ConditionTrue
+		no         = corev1.ConditionFalse
+		restarting = "MPIJobRestarting"
 	)
+	created := old(v2beta1.JobCreated, yes, reconcile.ReasonCreated)
+	type conds = []v2beta1.JobCondition
 	cases := []struct {
-		name    string
-		before  []v2beta1.JobCondition
-		t       v2beta1.JobConditionType
-		s       corev1.ConditionStatus
-		reason  string
-		after   []v2beta1.JobCondition
-		changed bool
+		name      string
+		before    conds
+		t         v2beta1.JobConditionType
+		s         corev1.ConditionStatus
+		reason    string
+		after     conds
+		unchanged bool
 	}{
 		{
 			name: "first condition",
 			t:    v2beta1.JobCreated, s: yes, reason: reconcile.ReasonCreated,
-			after:   []v2beta1.JobCondition{cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t1, t1)},
-			changed: true,
+			after: conds{set(v2beta1.JobCreated, yes, reconcile.ReasonCreated)},
 		},
 		{
 			name:   "same condition again changes nothing",
-			before: []v2beta1.JobCondition{cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0)},
+			before: conds{created},
 			t:      v2beta1.JobCreated, s: yes, reason: reconcile.ReasonCreated,
-			after: []v2beta1.JobCondition{cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0)},
+			after: conds{created}, unchanged: true,
 		},
 		{
-			name: "a new reason keeps the transition time and the place",
-			before: []v2beta1.JobCondition{
-				cond(v2beta1.JobFailed, yes, reconcile.ReasonEvicted, t0, t0),
-				cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0),
-			},
-			t: v2beta1.JobFailed, s: yes, reason: reconcile.ReasonFailed,
-			after: []v2beta1.JobCondition{
-				cond(v2beta1.JobFailed, yes, reconcile.ReasonFailed, t1, t0),
-				cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0),
-			},
-			changed: true,
+			name:   "a new reason keeps the transition time and the place",
+			before: conds{old(v2beta1.JobFailed, yes, reconcile.ReasonEvicted), created},
+			t:      v2beta1.JobFailed, s: yes, reason: reconcile.ReasonFailed,
+			after: conds{cond(v2beta1.JobFailed, yes, reconcile.ReasonFailed, t1, t0), created},
 		},
 		{
-			name: "running drops restarting",
-			before: []v2beta1.JobCondition{
-				cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0),
-				cond(v2beta1.JobRestarting, yes, "MPIJobRestarting", t0, t0),
-			},
-			t: v2beta1.JobRunning, s: yes, reason: reconcile.ReasonRunning,
-			after: []v2beta1.JobCondition{
-				cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0),
-				cond(v2beta1.JobRunning, yes, reconcile.ReasonRunning, t1, t1),
-			},
-			changed: true,
+			name:   "running drops restarting",
+			before: conds{created, old(v2beta1.JobRestarting, yes, restarting)},
+			t:      v2beta1.JobRunning, s: yes, reason: reconcile.ReasonRunning,
+			after: conds{created, set(v2beta1.JobRunning, yes, reconcile.ReasonRunning)},
 		},
 		{
-			name: "restarting drops running",
-			before: []v2beta1.JobCondition{
-				cond(v2beta1.JobRunning, yes, reconcile.ReasonRunning, t0, t0),
-			},
-			t: v2beta1.JobRestarting, s: yes, reason: "MPIJobRestarting",
-			after: []v2beta1.JobCondition{
-				cond(v2beta1.JobRestarting, yes, "MPIJobRestarting", t1, t1),
-			},
-			changed: true,
+			name:   "restarting drops running",
+			before: conds{old(v2beta1.JobRunning, yes, reconcile.ReasonRunning)},
+			t:      v2beta1.JobRestarting, s: yes, reason: restarting,
+			after: conds{set(v2beta1.JobRestarting, yes, restarting)},
 		},
 		{
-			name: "running False keeps restarting",
-			before: []v2beta1.JobCondition{
-				cond(v2beta1.JobRestarting, yes, "MPIJobRestarting", t0, t0),
-			},
-			t: v2beta1.JobRunning, s: no, reason: reasonSuspended,
-			after: []v2beta1.JobCondition{
-				cond(v2beta1.JobRestarting, yes, "MPIJobRestarting", t0, t0),
-				cond(v2beta1.JobRunning, no, reasonSuspended, t1, t1),
-			},
-			changed: true,
+			name:   "running False keeps restarting",
+			before: conds{old(v2beta1.JobRestarting, yes, restarting)},
+			t:      v2beta1.JobRunning, s: no, reason: reasonSuspended,
+			after: conds{old(v2beta1.JobRestarting, yes, restarting), set(v2beta1.JobRunning, no, reasonSuspended)},
 		},
 		{
-			name: "success turns running False",
-			before: []v2beta1.JobCondition{
-				cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0),
-				cond(v2beta1.JobRunning, yes, reconcile.ReasonRunning, t0, t0),
-			},
-			t: v2beta1.JobSucceeded, s: yes, reason: reconcile.ReasonSucceeded,
-			after: []v2beta1.JobCondition{
-				cond(v2beta1.JobCreated, yes, reconcile.ReasonCreated, t0, t0),
-				{Type: v2beta1.JobRunning, Status: no, Reason: reconcile.ReasonRunning, Message: reconcile.ReasonRunning + " message", LastUpdateTime: t1, LastTransitionTime: t1},
-				cond(v2beta1.JobSucceeded, yes, reconcile.ReasonSucceeded, t1, t1),
-			},
-			changed: true,
+			name:   "success turns running False",
+			before: conds{created, old(v2beta1.JobRunning, yes, reconcile.ReasonRunning)},
+			t:      v2beta1.JobSucceeded, s: yes, reason: reconcile.ReasonSucceeded,
+			after: conds{created, set(v2beta1.JobRunning, no, reconcile.ReasonRunning), set(v2beta1.JobSucceeded, yes, reconcile.ReasonSucceeded)},
 		},
 		{
-			name: "resume flips suspended to False",
-			before: []v2beta1.JobCondition{
-				cond(v2beta1.JobSuspended, yes, reasonSuspended, t0, t0),
-			},
-			t: v2beta1.JobSuspended, s: no, reason: reasonResumed,
-			after: []v2beta1.JobCondition{
-				cond(v2beta1.JobSuspended, no, reasonResumed, t1, t1),
-			},
-			changed: true,
+			name:   "resume flips suspended to False",
+			before: conds{old(v2beta1.JobSuspended, yes, reasonSuspended)},
+			t:      v2beta1.JobSuspended, s: no, reason: reasonResumed,
+			after: conds{set(v2beta1.JobSuspended, no, reasonResumed)},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			status := &v2beta1.JobStatus{Conditions: tc.before}
 			changed := setCondition(status, tc.t, tc.s, tc.reason, tc.reason+" message", t1)
-			if changed != tc.changed {
-				t.Errorf("changed = %v, want %v", changed, tc.changed)
+			if changed == tc.unchanged {
+				t.Errorf("changed = %v, want %v", changed, !tc.unchanged)
 			}
 			if diff := cmp.Diff(tc.after, status.Conditions); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
@@ -182,7 +153,5 @@ func TestCountChangesWait(t *testing.T) {
 	f.setPhase(corev1.PodRunning, "job-worker-1")
 	f.updateJob(func(j *v2beta1.MPIJob) { j.Spec.RunPolicy.Suspend = ptr(true) })
 	f.step()
-	if got := f.condition(v2beta1.JobSuspended); got != "True "+reasonSuspended {
-		t.Errorf("Suspended = %q, want it written at once", got)
-	}
+	f.expectCondition(v2beta1.JobSuspended, "True "+reasonSuspended)
 }

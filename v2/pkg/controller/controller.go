@@ -181,17 +181,6 @@ func (c *MPIJobController) Run(ctx context.Context, threadiness int) error {
 	return c.RunWorkers(ctx, threadiness, c.syncHandler)
 }
 
-// enqueueJob handles an MPIJob's addition or deletion.
-func (c *MPIJobController) enqueueJob(obj any) { c.jobEvents.AddFunc(obj) }
-
-// handleJobUpdate handles an update of an MPIJob.
-func (c *MPIJobController) handleJobUpdate(oldObj, newObj any) {
-	c.jobEvents.UpdateFunc(oldObj, newObj)
-}
-
-// handleOwned handles an event of a child that is not a pod.
-func (c *MPIJobController) handleOwned(obj any) { c.ownedEvents.AddFunc(obj) }
-
 // jobOf returns the key of the MPIJob that controls obj, if one does.
 func jobOf(obj any) (string, bool) { return engine.ControllerKey(obj, v2beta1.GroupName, v2beta1.Kind) }
 

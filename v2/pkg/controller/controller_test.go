@@ -80,7 +80,7 @@ func TestEventsEnqueueTheirJob(t *testing.T) {
 		"slice of another app":    {func(obj any) { f.c.handleSlice(obj, true) }, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Labels: map[string]string{labelApp: "web"}}}, false},
 		"stranger on a worker":    {f.c.otherPodEvents.AddFunc, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-worker-3"}}, true},
 		"stranger elsewhere":      {f.c.otherPodEvents.AddFunc, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1"}}, false},
-		"ConfigMap":               {f.c.handleOwned, cm, true},
+		"ConfigMap":               {f.c.ownedEvents.AddFunc, cm, true},
 	}
 	for name, tc := range cases {
 		drain(f)

@@ -90,8 +90,8 @@ func TestEventsThatChangeTheScriptAreUrgent(t *testing.T) {
 		{"Running worker listed by the informer", func() { f.c.podEvents.AddFunc(running) }, plain},
 		{"Running worker deleted", func() { f.c.podEvents.DeleteFunc(running) }, urgent},
 		{"Pending worker deleted", func() { f.c.podEvents.DeleteFunc(worker) }, plain},
-		{"worker replicas changed", func() { f.c.handleJobUpdate(stored, scaled) }, urgent},
-		{"other change of the job", func() { f.c.handleJobUpdate(stored, suspended) }, plain},
+		{"worker replicas changed", func() { f.c.jobEvents.UpdateFunc(stored, scaled) }, urgent},
+		{"other change of the job", func() { f.c.jobEvents.UpdateFunc(stored, suspended) }, plain},
 		{"EndpointSlice of the job's Service", func() { f.c.handleSlice(slice, true) }, urgent},
 		{"EndpointSlice listed by the informer", func() { f.c.handleSlice(slice, false) }, plain},
 		{"EndpointSlice of another Service", func() { f.c.handleSlice(otherSlice, true) }, no},
@@ -122,29 +122,17 @@ func TestEventsThatChangeTheScriptAreUrgent(t *testing.T) {
 // by the one sync: a scale-in's victim is marked draining and leaves
 // discover_hosts.sh at once.
 func TestUrgentKeyIsSyncedFirst(t *testing.T) {
-	f := newFixture(t).start(storedJob(2, withElastic(1, 4)))
-	runningJob(t, f, "job-worker-0", "job-worker-1")
-	old, err := f.c.jobLister.MPIJobs("ns").Get("job")
-	must(t, err)
-	f.updateJob(func(j *v2beta1.MPIJob) {
-		j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].Replicas = ptr(int32(1))
-	})
-	f.refresh()
+	f := newFixture(t)
+	scaleIn := scaleInToOne(t, f)
 	drain(f)
 	const other = "ns/other"
 	f.c.Queue.Add(other)
-	scaled, err := f.c.jobLister.MPIJobs("ns").Get("job")
-	must(t, err)
-	f.c.handleJobUpdate(old, scaled)
+	scaleIn()
 	if !f.c.ProcessNext(f.ctx, f.c.syncHandler) {
 		t.Fatal("the queue shut down")
 	}
-	if _, discover := f.files(); discover != script("job-worker-0") {
-		t.Errorf("discover_hosts.sh after the first sync:\n%s", discover)
-	}
-	if !hasEvent(f.events(), "Normal WorkersDraining") {
-		t.Error("no WorkersDraining event from the first sync")
-	}
+	f.expectListed("job-worker-0")
+	f.expectEvent("Normal WorkersDraining")
 	// The job waits for its drain period; the other key is next.
 	if n := f.c.Queue.Len(); n != 1 {
 		t.Fatalf("%d keys ready after the first sync, want 1", n)
@@ -158,14 +146,8 @@ func TestUrgentKeyIsSyncedFirst(t *testing.T) {
 // brings the key back on its own after a short delay and counts the
 // retries until a sync goes through.
 func TestConflictIsRetriedWithBackoff(t *testing.T) {
-	f := newFixture(t).start(storedJob(2, withElastic(1, 4)))
-	runningJob(t, f, "job-worker-0", "job-worker-1")
-	old, err := f.c.jobLister.MPIJobs("ns").Get("job")
-	must(t, err)
-	f.updateJob(func(j *v2beta1.MPIJob) {
-		j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].Replicas = ptr(int32(1))
-	})
-	f.refresh()
+	f := newFixture(t)
+	scaleIn := scaleInToOne(t, f)
 	const conflicts = 2
 	refused := 0
 	f.kube.PrependReactor("update", "configmaps", func(core.Action) (bool, runtime.Object, error) {
@@ -176,9 +158,7 @@ func TestConflictIsRetriedWithBackoff(t *testing.T) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "job-config", nil)
 	})
 	drain(f)
-	scaled, err := f.c.jobLister.MPIJobs("ns").Get("job")
-	must(t, err)
-	f.c.handleJobUpdate(old, scaled)
+	scaleIn()
 	for try := 1; try <= conflicts; try++ {
 		f.c.ProcessNext(f.ctx, f.c.syncHandler)
 		if n := f.c.Queue.Len(); n != 0 {
@@ -201,8 +181,23 @@ func TestConflictIsRetriedWithBackoff(t *testing.T) {
 	if got := f.c.Queue.NumRequeues(testKey); got != 0 {
 		t.Errorf("%d requeues after the sync went through, want 0", got)
 	}
-	if _, discover := f.files(); discover != script("job-worker-0") {
-		t.Errorf("discover_hosts.sh after the retries:\n%s", discover)
+	f.expectListed("job-worker-0")
+}
+
+// scaleInToOne starts f on an elastic job of two running workers whose
+// replicas then go down to one, and returns how the informers would tell
+// the controller of the change.
+func scaleInToOne(t *testing.T, f *fixture) func() {
+	f.start(storedJob(2, withElastic(1, 4)))
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	old, err := f.c.jobLister.MPIJobs("ns").Get("job")
+	must(t, err)
+	f.updateJob(setWorkers(1))
+	f.refresh()
+	return func() {
+		scaled, err := f.c.jobLister.MPIJobs("ns").Get("job")
+		must(t, err)
+		f.c.jobEvents.UpdateFunc(old, scaled)
 	}
 }
 
@@ -262,8 +257,6 @@ func TestListedWorkerStaysListedWhileItsEndpointMoves(t *testing.T) {
 		f.refresh()
 		f.sync()
 		f.expectWrites()
-		if _, discover := f.files(); discover != want {
-			t.Errorf("discover_hosts.sh with %v published:\n%s", published, discover)
-		}
+		f.expectListed("job-worker-0", "job-worker-1")
 	}
 }

@@ -134,11 +134,7 @@ func TestNewConfigMap(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			job := newTestJob(2, func(j *v2beta1.MPIJob) {
-				if tc.modify != nil {
-					tc.modify(j)
-				}
-			})
+			job := newTestJob(2, tc.modify)
 			want := &corev1.ConfigMap{
 				ObjectMeta: testChildMeta("job-config"),
 				Data:       map[string]string{"hostfile": tc.wantHostfile, "discover_hosts.sh": tc.wantDiscover},

@@ -3,7 +3,6 @@ package controller
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -32,12 +31,8 @@ func TestFinishedJobCleansUp(t *testing.T) {
 			f.expectWrites(statusUpdate()) // recorded first
 			f.step()
 			f.expectWrites(want...)
-			if _, discover := f.files(); discover != script() {
-				t.Errorf("discover_hosts.sh = %q", discover)
-			}
-			if diff := cmp.Diff([]action{del("podgroups", "job")}, f.groups.writes); diff != "" {
-				t.Errorf("PodGroup writes (-want +got):\n%s", diff)
-			}
+			f.expectListed()
+			f.expectGroupWrites(del("podgroups", "job"))
 		})
 	}
 }
@@ -54,7 +49,5 @@ func TestFinishedJobKeepsItsPodsWithPolicyNone(t *testing.T) {
 	f.step()
 	f.step()
 	f.expectWrites()
-	if len(f.groups.writes) != 0 {
-		t.Errorf("PodGroup writes %v", f.groups.writes)
-	}
+	f.expectGroupWrites()
 }

@@ -55,8 +55,6 @@ var (
 	metaDelete = metav1.DeleteOptions{}
 )
 
-func typesUID(s string) types.UID { return types.UID(s) }
-
 // testNow is the time of every sync test, until a test moves the clock.
 var testNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
@@ -146,19 +144,11 @@ func (f *fixture) refresh() {
 	}
 	replace(f.t, f.inf.jobs.Kubeflow().V2beta1().MPIJobs().Informer(), jobObjs)
 	f.refreshKube()
-	var groups []any
-	for _, g := range f.groups.volcano {
-		groups = append(groups, g)
-	}
 	if f.inf.volcano != nil {
-		replace(f.t, f.inf.volcano.Scheduling().V1beta1().PodGroups().Informer(), groups)
-	}
-	groups = nil
-	for _, g := range f.groups.sched {
-		groups = append(groups, g)
+		replace(f.t, f.inf.volcano.Scheduling().V1beta1().PodGroups().Informer(), values(f.groups.volcano))
 	}
 	if f.inf.schedPlugins != nil {
-		replace(f.t, f.inf.schedPlugins.Scheduling().V1alpha1().PodGroups().Informer(), groups)
+		replace(f.t, f.inf.schedPlugins.Scheduling().V1alpha1().PodGroups().Informer(), values(f.groups.sched))
 	}
 	f.kube.ClearActions()
 	f.mpi.ClearActions()
@@ -169,7 +159,17 @@ func (f *fixture) refresh() {
 // the pod events.
 func (f *fixture) refreshKube() {
 	f.t.Helper()
-	labelled := func(list runtime.Object, informer cache.SharedIndexInformer) {
+	lab := f.inf.labelled
+	for gv, informer := range map[schema.GroupVersionKind]cache.SharedIndexInformer{
+		corev1.SchemeGroupVersion.WithKind("Service"):            lab.Core().V1().Services().Informer(),
+		corev1.SchemeGroupVersion.WithKind("ConfigMap"):          lab.Core().V1().ConfigMaps().Informer(),
+		corev1.SchemeGroupVersion.WithKind("Secret"):             lab.Core().V1().Secrets().Informer(),
+		batchv1.SchemeGroupVersion.WithKind("Job"):               lab.Batch().V1().Jobs().Informer(),
+		discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"): lab.Discovery().V1().EndpointSlices().Informer(),
+	} {
+		gvr, _ := meta.UnsafeGuessKindToResource(gv)
+		list, err := f.kube.Tracker().List(gvr, gv, "")
+		must(f.t, err)
 		items, err := meta.ExtractList(list)
 		must(f.t, err)
 		var objs []any
@@ -183,19 +183,6 @@ func (f *fixture) refreshKube() {
 			}
 		}
 		replace(f.t, informer, objs)
-	}
-	lab := f.inf.labelled
-	for gv, informer := range map[schema.GroupVersionKind]cache.SharedIndexInformer{
-		corev1.SchemeGroupVersion.WithKind("Service"):            lab.Core().V1().Services().Informer(),
-		corev1.SchemeGroupVersion.WithKind("ConfigMap"):          lab.Core().V1().ConfigMaps().Informer(),
-		corev1.SchemeGroupVersion.WithKind("Secret"):             lab.Core().V1().Secrets().Informer(),
-		batchv1.SchemeGroupVersion.WithKind("Job"):               lab.Batch().V1().Jobs().Informer(),
-		discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"): lab.Discovery().V1().EndpointSlices().Informer(),
-	} {
-		gvr, _ := meta.UnsafeGuessKindToResource(gv)
-		list, err := f.kube.Tracker().List(gvr, gv, "")
-		must(f.t, err)
-		labelled(list, informer)
 	}
 	f.refreshPods()
 }
@@ -247,6 +234,14 @@ func (f *fixture) giveUID(obj runtime.Object) {
 	must(f.t, err)
 	gvr, _ := meta.UnsafeGuessKindToResource(gvks[0])
 	must(f.t, f.kube.Tracker().Update(gvr, obj, m.GetNamespace()))
+}
+
+func values[T any](m map[string]T) []any {
+	var out []any
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }
 
 func replace(t *testing.T, informer cache.SharedIndexInformer, objs []any) {
@@ -347,9 +342,30 @@ func (f *fixture) condition(t v2beta1.JobConditionType) string {
 // events are the events recorded since the last call, "Type Reason Message".
 func (f *fixture) events() []string { return enginetest.Events(f.recorder) }
 
-// hasEvent tells whether one of events starts with prefix.
-func hasEvent(events []string, prefix string) bool {
-	return slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, prefix) })
+// expectEvent checks that one of the events since the last call starts
+// with prefix.
+func (f *fixture) expectEvent(prefix string) {
+	f.t.Helper()
+	if events := f.events(); !slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, prefix) }) {
+		f.t.Errorf("events %q lack %q", events, prefix)
+	}
+}
+
+// expectNoEvents checks that no event was recorded since the last call.
+func (f *fixture) expectNoEvents() {
+	f.t.Helper()
+	if events := f.events(); len(events) != 0 {
+		f.t.Errorf("events %q", events)
+	}
+}
+
+// expectCondition checks the test job's condition of type typ, as
+// condition words it.
+func (f *fixture) expectCondition(typ v2beta1.JobConditionType, want string) {
+	f.t.Helper()
+	if got := f.condition(typ); got != want {
+		f.t.Errorf("%s = %q, want %q", typ, got, want)
+	}
 }
 
 // pod returns the pod of that name from the clientset; nil if none.
@@ -372,6 +388,22 @@ func (f *fixture) podNames() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// expectPods checks the names of the pods the clientset holds.
+func (f *fixture) expectPods(want ...string) {
+	f.t.Helper()
+	if diff := cmp.Diff(want, f.podNames(), cmpopts.EquateEmpty()); diff != "" {
+		f.t.Errorf("pods (-want +got):\n%s", diff)
+	}
+}
+
+// expectGroupWrites checks the PodGroup writes since the last refresh.
+func (f *fixture) expectGroupWrites(want ...action) {
+	f.t.Helper()
+	if diff := cmp.Diff(want, f.groups.writes, cmpopts.EquateEmpty()); diff != "" {
+		f.t.Errorf("PodGroup writes (-want +got):\n%s", diff)
+	}
 }
 
 // setPhase plays the kubelet: the pods run (Ready too), or end.
@@ -398,6 +430,14 @@ func (f *fixture) files() (hostfile, discover string) {
 	cm, err := f.kube.CoreV1().ConfigMaps("ns").Get(f.ctx, "job-config", metav1.GetOptions{})
 	must(f.t, err)
 	return cm.Data[hostfileKey], cm.Data[discoverHostsKey]
+}
+
+// expectListed checks that discover_hosts.sh lists the given workers.
+func (f *fixture) expectListed(workers ...string) {
+	f.t.Helper()
+	if _, discover := f.files(); discover != script(workers...) {
+		f.t.Errorf("discover_hosts.sh:\n%s\nwant:\n%s", discover, script(workers...))
+	}
 }
 
 // script is discover_hosts.sh listing the given workers of the test job.
@@ -493,7 +533,8 @@ func (f *fixture) updateJob(change func(*v2beta1.MPIJob)) {
 }
 
 // storedJob is a job as a client creates it: without defaults, as the
-// builders' tests' newTestJob makes it but for them.
+// builders' tests' newTestJob makes it but for them. Nil modifiers are
+// skipped.
 func storedJob(workers int32, modify ...func(*v2beta1.MPIJob)) *v2beta1.MPIJob {
 	job := newTestJob(workers)
 	job.Spec = v2beta1.MPIJobSpec{MPIReplicaSpecs: job.Spec.MPIReplicaSpecs}
@@ -501,7 +542,9 @@ func storedJob(workers int32, modify ...func(*v2beta1.MPIJob)) *v2beta1.MPIJob {
 	job.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeLauncher].RestartPolicy = ""
 	job.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeWorker].RestartPolicy = ""
 	for _, m := range modify {
-		m(job)
+		if m != nil {
+			m(job)
+		}
 	}
 	return job
 }

@@ -25,25 +25,19 @@ func strangerPod(name string) *corev1.Pod {
 func TestForeignServiceBlocks(t *testing.T) {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "ns"}}
 	f := newFixture(t).start(storedJob(1), svc)
-	_, err := f.syncErr()
-	if !errors.Is(err, reconcile.ErrResourceExists) {
+	if _, err := f.syncErr(); !errors.Is(err, reconcile.ErrResourceExists) {
 		t.Fatalf("error %v, want ErrResourceExists", err)
 	}
 	f.expectWrites(create("services", "job"), create("secrets", "job-ssh"), statusUpdate())
-	st := f.status()
-	c := conditions.Find(st.Conditions, conditionBlocked)
+	c := conditions.Find(f.status().Conditions, conditionBlocked)
 	if c == nil || c.Reason != "ErrResourceExists" || c.Message != `Service "job" already exists and is not managed by MPIJob job` {
 		t.Errorf("Blocked = %+v", c)
 	}
-	if events := f.events(); !hasEvent(events, "Warning ErrResourceExists") {
-		t.Errorf("events %q", events)
-	}
+	f.expectEvent("Warning ErrResourceExists")
 	// Once it is gone, the job goes on and the condition goes.
 	must(t, f.kube.CoreV1().Services("ns").Delete(f.ctx, "job", metaDelete))
 	f.step()
-	if got := f.condition(conditionBlocked); got != "" {
-		t.Errorf("Blocked = %q after the way cleared", got)
-	}
+	f.expectCondition(conditionBlocked, "")
 }
 
 // TestForeignPodHoldsFixedWorkerName: a fixed job whose worker name a pod
@@ -51,15 +45,12 @@ func TestForeignServiceBlocks(t *testing.T) {
 // no launcher: mpirun would start ranks on the stranger.
 func TestForeignPodHoldsFixedWorkerName(t *testing.T) {
 	f := newFixture(t).start(storedJob(2), strangerPod("job-worker-1"))
-	_, err := f.syncErr()
-	if !errors.Is(err, reconcile.ErrResourceExists) {
+	if _, err := f.syncErr(); !errors.Is(err, reconcile.ErrResourceExists) {
 		t.Fatalf("error %v, want ErrResourceExists", err)
 	}
 	f.expectWrites(create("services", "job"), create("secrets", "job-ssh"), create("configmaps", "job-config"),
 		create("pods", "job-worker-0"), statusUpdate())
-	if got := f.condition(conditionBlocked); got != "True ErrResourceExists" {
-		t.Errorf("Blocked = %q", got)
-	}
+	f.expectCondition(conditionBlocked, "True ErrResourceExists")
 	if f.launcherJob() != nil {
 		t.Error("launcher Job created while a worker name is held")
 	}
@@ -102,9 +93,7 @@ func TestInvalidSpec(t *testing.T) {
 		f := newFixture(t).start(storedJob(1, noLauncherContainer))
 		f.sync()
 		f.expectWrites(statusUpdate())
-		if got := f.condition(v2beta1.JobFailed); got != "True InvalidMPIJobSpec" {
-			t.Errorf("Failed = %q", got)
-		}
+		f.expectCondition(v2beta1.JobFailed, "True InvalidMPIJobSpec")
 		want := "Warning InvalidMPIJobSpec MPIJob ns/job is invalid: spec.mpiReplicaSpecs[Launcher].template.spec.containers: Required value: must hold the launcher's container"
 		if diff := cmp.Diff([]string{want}, f.events()); diff != "" {
 			t.Errorf("events (-want +got):\n%s", diff)
@@ -115,20 +104,15 @@ func TestInvalidSpec(t *testing.T) {
 	t.Run("started", func(t *testing.T) {
 		f := newFixture(t).start(storedJob(1))
 		runningJob(t, f, "job-worker-0")
-		f.updateJob(func(j *v2beta1.MPIJob) { setWorkers(-1)(j) })
+		f.updateJob(setWorkers(-1))
 		f.refresh()
-		_, err := f.syncErr()
 		var spec *reconcile.SpecError
-		if !errors.As(err, &spec) {
+		if _, err := f.syncErr(); !errors.As(err, &spec) {
 			t.Fatalf("error %v, want a SpecError", err)
 		}
 		f.expectWrites(statusUpdate())
-		if got := f.condition(conditionBlocked); got != "True InvalidMPIJobSpec" {
-			t.Errorf("Blocked = %q", got)
-		}
-		if got := f.condition(v2beta1.JobFailed); got != "" {
-			t.Errorf("Failed = %q", got)
-		}
+		f.expectCondition(conditionBlocked, "True InvalidMPIJobSpec")
+		f.expectCondition(v2beta1.JobFailed, "")
 	})
 }
 

@@ -29,9 +29,7 @@ func TestVolcanoPodGroup(t *testing.T) {
 	}
 	f.groups.volcano["job"].Spec.Queue = "team-a"
 	f.step()
-	if len(f.groups.writes) != 0 {
-		t.Errorf("PodGroup written at rest: %v", f.groups.writes)
-	}
+	f.expectGroupWrites()
 	f.updateJob(func(j *v2beta1.MPIJob) { j.Spec.ElasticPolicy.MinReplicas = ptr[int32](2) })
 	f.step()
 	pg := f.groups.volcano["job"]
@@ -53,9 +51,7 @@ func TestSchedulerPluginsPodGroup(t *testing.T) {
 		t.Errorf("worker scheduler %q, labels %v", w.Spec.SchedulerName, w.Labels)
 	}
 	f.step()
-	if len(f.groups.writes) != 0 {
-		t.Errorf("PodGroup written at rest: %v", f.groups.writes)
-	}
+	f.expectGroupWrites()
 }
 
 // TestRefusedWriteBlocks: a write the API server refuses for good blocks
@@ -72,20 +68,12 @@ func TestRefusedWriteBlocks(t *testing.T) {
 	if _, err := f.syncErr(); !apierrors.IsForbidden(err) {
 		t.Fatalf("error %v, want Forbidden", err)
 	}
-	if got := f.condition(conditionBlocked); got != "True Forbidden" {
-		t.Errorf("Blocked = %q", got)
-	}
-	if got := f.podNames(); len(got) != 0 {
-		t.Errorf("pods %v created before the files", got)
-	}
+	f.expectCondition(conditionBlocked, "True Forbidden")
+	f.expectPods() // none before the files
 	refuse = false
 	f.step()
-	if got := f.condition(conditionBlocked); got != "" {
-		t.Errorf("Blocked = %q after a sync went through", got)
-	}
-	if got := f.condition(v2beta1.JobCreated); got != "True MPIJobCreated" {
-		t.Errorf("Created = %q", got)
-	}
+	f.expectCondition(conditionBlocked, "")
+	f.expectCondition(v2beta1.JobCreated, "True MPIJobCreated")
 	if f.pod("job-worker-0") == nil {
 		t.Error("no worker")
 	}

@@ -68,9 +68,7 @@ func TestEarlyExitsWriteNothing(t *testing.T) {
 					}
 				}
 				if typ, reason, ok := strings.Cut(state.outcome, " "); ok {
-					if got := f.condition(v2beta1.JobConditionType(typ)); got != "True "+reason {
-						t.Errorf("%s = %q, want True %s", typ, got, reason)
-					}
+					f.expectCondition(v2beta1.JobConditionType(typ), "True "+reason)
 				}
 				if len(extra) > 0 {
 					t.Errorf("the sync wrote %v", extra)
@@ -239,7 +237,7 @@ func wakeEvents() []wakeEvent {
 			return func() {
 				job, err := f.c.jobLister.MPIJobs("ns").Get("job")
 				must(t, err)
-				f.c.handleJobUpdate(old, job)
+				f.c.jobEvents.UpdateFunc(old, job)
 			}
 		}
 	}
@@ -277,7 +275,7 @@ func wakeEvents() []wakeEvent {
 			return func() {
 				job, err := f.c.jobLister.MPIJobs("ns").Get("job")
 				must(t, err)
-				f.c.enqueueJob(job)
+				f.c.jobEvents.AddFunc(job)
 			}
 		}},
 	}

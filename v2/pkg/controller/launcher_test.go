@@ -267,11 +267,7 @@ func TestNewLauncherJob(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			job := newTestJob(2, func(j *v2beta1.MPIJob) {
-				if tc.modify != nil {
-					tc.modify(j)
-				}
-			})
+			job := newTestJob(2, tc.modify)
 			want := testLauncherJob()
 			if tc.want != nil {
 				tc.want(want)

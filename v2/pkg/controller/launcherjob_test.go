@@ -15,38 +15,32 @@ func waitForWorkers(j *v2beta1.MPIJob) {
 }
 
 // TestWaitForWorkersReady: the launcher Job comes once every worker is
-// Ready, and not before.
+// Ready, and not before; an elastic job's, once minReplicas workers are.
 func TestWaitForWorkersReady(t *testing.T) {
-	f := newFixture(t).start(storedJob(2, waitForWorkers))
-	f.sync()
-	f.refresh()
-	f.setPhase(corev1.PodRunning, "job-worker-0")
-	f.step()
-	if f.launcherJob() != nil {
-		t.Fatal("launcher Job created with one of two workers Ready")
+	cases := []struct {
+		name string
+		job  *v2beta1.MPIJob
+		// first turns Ready, which is not enough; then second does.
+		first, second string
+	}{
+		{"fixed", storedJob(2, waitForWorkers), "job-worker-0", "job-worker-1"},
+		{"elastic", storedJob(3, waitForWorkers, withElastic(2, 4)), "job-worker-0", "job-worker-2"},
 	}
-	f.refresh()
-	f.setPhase(corev1.PodRunning, "job-worker-1")
-	f.step()
-	f.expectWrites(create("jobs", "job-launcher"), statusUpdate())
-}
-
-// TestWaitForWorkersReadyElastic: an elastic job's launcher waits for
-// minReplicas Ready workers.
-func TestWaitForWorkersReadyElastic(t *testing.T) {
-	f := newFixture(t).start(storedJob(3, waitForWorkers, withElastic(2, 4)))
-	f.sync()
-	f.refresh()
-	f.setPhase(corev1.PodRunning, "job-worker-0")
-	f.step()
-	if f.launcherJob() != nil {
-		t.Fatal("launcher Job created with one Ready worker, minReplicas 2")
-	}
-	f.refresh()
-	f.setPhase(corev1.PodRunning, "job-worker-2")
-	f.step()
-	if f.launcherJob() == nil {
-		t.Fatal("no launcher Job with minReplicas Ready workers")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t).start(tc.job)
+			f.sync()
+			f.refresh()
+			f.setPhase(corev1.PodRunning, tc.first)
+			f.step()
+			if f.launcherJob() != nil {
+				t.Fatalf("launcher Job created with only %s Ready", tc.first)
+			}
+			f.refresh()
+			f.setPhase(corev1.PodRunning, tc.second)
+			f.step()
+			f.expectWrites(create("jobs", "job-launcher"), statusUpdate())
+		})
 	}
 }
 
@@ -58,29 +52,25 @@ func TestLauncherRetryKeepsRunning(t *testing.T) {
 	f := newFixture(t).start(storedJob(1))
 	runningJob(t, f, "job-worker-0")
 	running := *conditions.Find(f.status().Conditions, v2beta1.JobRunning)
+	expectRunning := func(when string) {
+		t.Helper()
+		if got := conditions.Find(f.status().Conditions, v2beta1.JobRunning); got == nil || *got != running {
+			t.Errorf("Running = %+v %s, want %+v", got, when, running)
+		}
+	}
 	must(t, f.kube.CoreV1().Pods("ns").Delete(f.ctx, "job-launcher-abcde", metaDelete))
 	f.setLauncherStatus(batchv1.JobStatus{Failed: 1})
 	f.step()
-	st := f.status()
-	if got := conditions.Find(st.Conditions, v2beta1.JobRunning); got == nil || *got != running {
-		t.Errorf("Running = %+v while the launcher retries, want %+v", got, running)
-	}
-	if got := f.condition(v2beta1.JobRestarting); got != "" {
-		t.Errorf("Restarting = %q", got)
-	}
-	if events := f.events(); len(events) != 0 {
-		t.Errorf("events %q", events)
-	}
-	if got := st.ReplicaStatuses[v2beta1.MPIReplicaTypeLauncher].Failed; got != 1 {
+	expectRunning("while the launcher retries")
+	f.expectCondition(v2beta1.JobRestarting, "")
+	f.expectNoEvents()
+	if got := f.status().ReplicaStatuses[v2beta1.MPIReplicaTypeLauncher].Failed; got != 1 {
 		t.Errorf("launcher failed = %d", got)
 	}
 	f.refresh()
 	f.runLauncherPod()
 	f.step()
-	st = f.status()
-	if got := conditions.Find(st.Conditions, v2beta1.JobRunning); got == nil || *got != running {
-		t.Errorf("Running = %+v once the launcher runs again, want %+v", got, running)
-	}
+	expectRunning("once the launcher runs again")
 }
 
 // TestLauncherRefreshedAfterScriptChange: the running launcher pod is

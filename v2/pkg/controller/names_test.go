@@ -3,7 +3,6 @@ package controller
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -13,26 +12,18 @@ import (
 
 func TestNames(t *testing.T) {
 	job := newTestJob(2)
-	got := map[string]string{
-		"service":  serviceName(job),
-		"config":   configMapName(job),
-		"ssh":      sshSecretName(job),
-		"launcher": launcherName(job),
-		"podGroup": podGroupName(job),
-		"worker0":  workerName(job, 0),
-		"worker12": workerName(job, 12),
-	}
-	want := map[string]string{
-		"service":  "job",
-		"config":   "job-config",
-		"ssh":      "job-ssh",
-		"launcher": "job-launcher",
-		"podGroup": "job",
-		"worker0":  "job-worker-0",
-		"worker12": "job-worker-12",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("names (-want +got):\n%s", diff)
+	for _, tc := range []struct{ name, got, want string }{
+		{"service", serviceName(job), "job"},
+		{"config", configMapName(job), "job-config"},
+		{"ssh", sshSecretName(job), "job-ssh"},
+		{"launcher", launcherName(job), "job-launcher"},
+		{"podGroup", podGroupName(job), "job"},
+		{"worker0", workerName(job, 0), "job-worker-0"},
+		{"worker12", workerName(job, 12), "job-worker-12"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s name %q, want %q", tc.name, tc.got, tc.want)
+		}
 	}
 }
 

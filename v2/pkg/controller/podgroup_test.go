@@ -43,9 +43,6 @@ func TestPodGroupSize(t *testing.T) {
 			j.Spec.RunPolicy.SchedulingPolicy = &v2beta1.SchedulingPolicy{MinAvailable: ptr(n)}
 		}
 	}
-	waitForWorkers := func(j *v2beta1.MPIJob) {
-		j.Spec.LauncherCreationPolicy = v2beta1.LauncherCreationPolicyWaitForWorkersReady
-	}
 	cases := []struct {
 		name          string
 		workers       int32
@@ -218,30 +215,26 @@ func TestVolcanoPodGroupQueueAndPriority(t *testing.T) {
 	}
 }
 
+// TestSchedulerPluginsPodGroupTimeout: the scheduling policy's timeout is
+// carried, and its volcano-only fields are not. Without a timeout in the
+// policy (or without a policy), the PodGroup says 0, as upstream's
+// operator writes it: the plugin's own default.
 func TestSchedulerPluginsPodGroupTimeout(t *testing.T) {
-	job := newTestJob(2, func(j *v2beta1.MPIJob) {
-		j.Spec.RunPolicy.SchedulingPolicy = &v2beta1.SchedulingPolicy{
-			ScheduleTimeoutSeconds: ptr[int32](120),
-			Queue:                  "volcano-only",
-			PriorityClass:          "volcano-only",
+	for _, tc := range []struct {
+		policy             *v2beta1.SchedulingPolicy
+		minMember, timeout int32
+	}{
+		{&v2beta1.SchedulingPolicy{ScheduleTimeoutSeconds: ptr[int32](120), Queue: "volcano-only", PriorityClass: "volcano-only"}, 3, 120},
+		{nil, 3, 0},
+		{&v2beta1.SchedulingPolicy{MinAvailable: ptr[int32](2)}, 2, 0},
+	} {
+		job := newTestJob(2, func(j *v2beta1.MPIJob) { j.Spec.RunPolicy.SchedulingPolicy = tc.policy })
+		want := &schedv1alpha1.PodGroup{
+			ObjectMeta: testChildMeta("job"),
+			Spec:       schedv1alpha1.PodGroupSpec{MinMember: tc.minMember, ScheduleTimeoutSeconds: ptr(tc.timeout)},
 		}
-	})
-	want := &schedv1alpha1.PodGroup{
-		ObjectMeta: testChildMeta("job"),
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 3, ScheduleTimeoutSeconds: ptr[int32](120)},
-	}
-	if diff := cmp.Diff(want, newSchedulerPluginsPodGroup(job)); diff != "" {
-		t.Errorf("newSchedulerPluginsPodGroup (-want +got):\n%s", diff)
-	}
-
-	// Without a timeout in the scheduling policy (or without a policy),
-	// the PodGroup says 0, as upstream's operator writes it: the plugin's
-	// own default.
-	for _, sp := range []*v2beta1.SchedulingPolicy{nil, {MinAvailable: ptr[int32](2)}} {
-		job := newTestJob(2, func(j *v2beta1.MPIJob) { j.Spec.RunPolicy.SchedulingPolicy = sp })
-		got := newSchedulerPluginsPodGroup(job).Spec.ScheduleTimeoutSeconds
-		if got == nil || *got != 0 {
-			t.Errorf("scheduleTimeoutSeconds with the scheduling policy %+v: %v, want 0", sp, got)
+		if diff := cmp.Diff(want, newSchedulerPluginsPodGroup(job)); diff != "" {
+			t.Errorf("newSchedulerPluginsPodGroup with the scheduling policy %+v (-want +got):\n%s", tc.policy, diff)
 		}
 	}
 }

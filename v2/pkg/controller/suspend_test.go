@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -38,23 +39,13 @@ func TestSuspendRunningJob(t *testing.T) {
 		del("pods", "job-worker-0"), del("pods", "job-worker-1"),
 		statusUpdate(),
 	)
-	if diff := cmp.Diff([]action{del("podgroups", "job")}, f.groups.writes); diff != "" {
-		t.Errorf("PodGroup writes (-want +got):\n%s", diff)
-	}
-	if _, discover := f.files(); discover != script() {
-		t.Errorf("discover_hosts.sh = %q", discover)
-	}
+	f.expectGroupWrites(del("podgroups", "job"))
+	f.expectListed()
 	if lj := f.launcherJob(); lj.Spec.Suspend == nil || !*lj.Spec.Suspend {
 		t.Error("launcher Job not suspended")
 	}
-	for typ, want := range map[v2beta1.JobConditionType]string{
-		v2beta1.JobSuspended: "True MPIJobSuspended",
-		v2beta1.JobRunning:   "False MPIJobSuspended",
-	} {
-		if got := f.condition(typ); got != want {
-			t.Errorf("%s = %q, want %q", typ, got, want)
-		}
-	}
+	f.expectCondition(v2beta1.JobSuspended, "True MPIJobSuspended")
+	f.expectCondition(v2beta1.JobRunning, "False MPIJobSuspended")
 	if st := f.status(); st.StartTime != nil {
 		t.Errorf("startTime %v while suspended", st.StartTime)
 	}
@@ -90,12 +81,8 @@ func TestSuspendKeepsWorkersUntilTheLauncherIsSuspended(t *testing.T) {
 		t.Fatal("sync succeeded while the launcher Job could not be suspended")
 	}
 	f.expectWrites(update("jobs", "job-launcher"), statusUpdate())
-	if diff := cmp.Diff([]string{"job-launcher-abcde", "job-worker-0", "job-worker-1"}, f.podNames()); diff != "" {
-		t.Errorf("pods (-want +got):\n%s", diff)
-	}
-	if _, discover := f.files(); discover != script("job-worker-0", "job-worker-1") {
-		t.Errorf("discover_hosts.sh = %q", discover)
-	}
+	f.expectPods("job-launcher-abcde", "job-worker-0", "job-worker-1")
+	f.expectListed("job-worker-0", "job-worker-1")
 }
 
 // TestCreatedSuspended: a job created suspended gets no pods and no
@@ -104,9 +91,7 @@ func TestCreatedSuspended(t *testing.T) {
 	f := newFixture(t).start(storedJob(2, suspend(true)))
 	f.sync()
 	f.expectWrites(statusUpdate())
-	if got := f.podNames(); len(got) != 0 {
-		t.Errorf("pods %v", got)
-	}
+	f.expectPods()
 	if f.launcherJob() != nil {
 		t.Error("launcher Job created")
 	}
@@ -160,66 +145,52 @@ func TestResume(t *testing.T) {
 	if tmpl.Spec.NodeSelector["cloud.example/flavor"] != "a100" || len(tmpl.Spec.Tolerations) != 1 || tmpl.Labels["kueue.x-k8s.io/podset"] != "launcher" {
 		t.Errorf("launcher template not in line: %+v %+v", tmpl.Spec.NodeSelector, tmpl.Labels)
 	}
-	if got := f.condition(v2beta1.JobSuspended); got != "False MPIJobResumed" {
-		t.Errorf("Suspended = %q", got)
-	}
+	f.expectCondition(v2beta1.JobSuspended, "False MPIJobResumed")
 	if st := f.status(); st.StartTime == nil || !st.StartTime.Equal(&metav1.Time{Time: f.clock.Now()}) {
 		t.Errorf("startTime %v, want now", st.StartTime)
 	}
-	if events := f.events(); !hasEvent(events, "Normal MPIJobResumed") {
-		t.Errorf("events %q", events)
-	}
+	f.expectEvent("Normal MPIJobResumed")
 }
 
-// TestResumeElsewhere: a launcher Job that ran before its suspension has a
-// start time, which the API server requires gone before its template's
-// scheduling directives may change: the controller clears it, then moves
-// the template and unsuspends in one update.
-func TestResumeElsewhere(t *testing.T) {
-	f := newFixture(t).start(storedJob(2))
-	runningJob(t, f, "job-worker-0", "job-worker-1")
-	f.updateJob(suspend(true))
-	f.step()
-	f.setLauncherStatus(batchv1.JobStatus{StartTime: &metav1.Time{Time: f.clock.Now()}})
-	f.refresh()
-	f.updateJob(func(j *v2beta1.MPIJob) {
-		j.Spec.RunPolicy.Suspend = ptr(false)
-		tmpl := &j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeLauncher].Template
-		tmpl.Spec.NodeSelector = map[string]string{"cloud.example/flavor": "b"}
-	})
-	f.events()
-	f.step()
-	f.expectWrites(
-		create("pods", "job-worker-0"), create("pods", "job-worker-1"),
-		action{Verb: "update", Resource: "jobs", Sub: "status", Name: "job-launcher"},
-		update("jobs", "job-launcher"),
-		statusUpdate(),
-	)
-	lj := f.launcherJob()
-	if lj.Status.StartTime != nil || lj.Spec.Suspend == nil || *lj.Spec.Suspend ||
-		lj.Spec.Template.Spec.NodeSelector["cloud.example/flavor"] != "b" {
-		t.Errorf("launcher Job: startTime %v, suspend %v, nodeSelector %v",
-			lj.Status.StartTime, lj.Spec.Suspend, lj.Spec.Template.Spec.NodeSelector)
+// TestResumeAfterTheLauncherRan: a launcher Job that ran before its
+// suspension has a start time, which the API server requires gone before
+// its template's scheduling directives may change: the controller clears
+// it, then moves the template and unsuspends in one update. A launcher
+// resumed where it ran keeps its start time: only the suspension changes.
+func TestResumeAfterTheLauncherRan(t *testing.T) {
+	cases := []struct {
+		name   string
+		flavor string // of the node the launcher moves to; "" for none
+	}{{"elsewhere", "b"}, {"in place", ""}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t).start(storedJob(2))
+			runningJob(t, f, "job-worker-0", "job-worker-1")
+			f.updateJob(suspend(true))
+			f.step()
+			f.setLauncherStatus(batchv1.JobStatus{StartTime: &metav1.Time{Time: f.clock.Now()}})
+			f.refresh()
+			f.updateJob(func(j *v2beta1.MPIJob) {
+				j.Spec.RunPolicy.Suspend = ptr(false)
+				if tc.flavor != "" {
+					tmpl := &j.Spec.MPIReplicaSpecs[v2beta1.MPIReplicaTypeLauncher].Template
+					tmpl.Spec.NodeSelector = map[string]string{"cloud.example/flavor": tc.flavor}
+				}
+			})
+			f.step()
+			want := []action{create("pods", "job-worker-0"), create("pods", "job-worker-1")}
+			if tc.flavor != "" {
+				want = append(want, action{Verb: "update", Resource: "jobs", Sub: "status", Name: "job-launcher"})
+			}
+			f.expectWrites(append(want, update("jobs", "job-launcher"), statusUpdate())...)
+			lj := f.launcherJob()
+			if (lj.Status.StartTime == nil) != (tc.flavor != "") || lj.Spec.Suspend == nil || *lj.Spec.Suspend ||
+				lj.Spec.Template.Spec.NodeSelector["cloud.example/flavor"] != tc.flavor {
+				t.Errorf("launcher Job: startTime %v, suspend %v, nodeSelector %v",
+					lj.Status.StartTime, lj.Spec.Suspend, lj.Spec.Template.Spec.NodeSelector)
+			}
+		})
 	}
-}
-
-// A launcher resumed where it ran keeps its start time: only the suspension
-// changes.
-func TestResumeInPlaceKeepsStartTime(t *testing.T) {
-	f := newFixture(t).start(storedJob(2))
-	runningJob(t, f, "job-worker-0", "job-worker-1")
-	f.updateJob(suspend(true))
-	f.step()
-	f.setLauncherStatus(batchv1.JobStatus{StartTime: &metav1.Time{Time: f.clock.Now()}})
-	f.refresh()
-	f.updateJob(suspend(false))
-	f.events()
-	f.step()
-	f.expectWrites(
-		create("pods", "job-worker-0"), create("pods", "job-worker-1"),
-		update("jobs", "job-launcher"),
-		statusUpdate(),
-	)
 }
 
 // TestResumeKeepsTheJobControllersLabels: the labels that the API server
@@ -231,12 +202,7 @@ func TestResumeKeepsTheJobControllersLabels(t *testing.T) {
 		"batch.kubernetes.io/controller-uid": "u", "batch.kubernetes.io/job-name": "job-launcher",
 		"controller-uid": "u", "job-name": "job-launcher", "stale": "x",
 	}
-	got := withJobControllerLabels(map[string]string{"app": "a"}, lj)
-	var keys []string
-	for k := range got {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(withJobControllerLabels(map[string]string{"app": "a"}, lj)))
 	want := []string{"app", "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name"}
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
@@ -250,9 +216,7 @@ func TestManagedElsewhere(t *testing.T) {
 	}))
 	f.sync()
 	f.expectWrites()
-	if events := f.events(); len(events) != 0 {
-		t.Errorf("events %q", events)
-	}
+	f.expectNoEvents()
 }
 
 // TestResumeElasticTakesNewIndices: an elastic job's workers come back
@@ -266,9 +230,7 @@ func TestResumeElasticTakesNewIndices(t *testing.T) {
 	f.step()
 	f.updateJob(suspend(false))
 	f.step()
-	if diff := cmp.Diff([]string{"job-launcher-abcde", "job-worker-2", "job-worker-3"}, f.podNames()); diff != "" {
-		t.Errorf("pods (-want +got):\n%s", diff)
-	}
+	f.expectPods("job-launcher-abcde", "job-worker-2", "job-worker-3")
 }
 
 // upstreamConditions are conditions as the upstream operator words them,
@@ -300,9 +262,7 @@ func TestUpstreamSuspensionTakenOver(t *testing.T) {
 		if diff := cmp.Diff(job.Status.Conditions, f.status().Conditions); diff != "" {
 			t.Errorf("conditions (-upstream's +after the sync):\n%s", diff)
 		}
-		if events := f.events(); len(events) > 0 {
-			t.Errorf("events %q", events)
-		}
+		f.expectNoEvents()
 		f.step()
 		f.expectWrites()
 
@@ -328,8 +288,6 @@ func TestUpstreamSuspensionTakenOver(t *testing.T) {
 		must(t, err)
 		f.step()
 		f.expectWrites()
-		if events := f.events(); len(events) > 0 {
-			t.Errorf("events %q", events)
-		}
+		f.expectNoEvents()
 	})
 }

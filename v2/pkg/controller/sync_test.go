@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,22 +36,20 @@ func TestNewJobGetsItsChildrenAndStatus(t *testing.T) {
 		t.Errorf("files: hostfile %q, discover_hosts.sh %q", hostfile, discover)
 	}
 	now := metav1.NewTime(testNow)
+	replicaStatus := func(role string) *v2beta1.ReplicaStatus {
+		return &v2beta1.ReplicaStatus{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{labelOperatorName: "mpi-operator", labelJobName: "job", labelJobRole: role}},
+			Selector:      "training.kubeflow.org/job-name=job,training.kubeflow.org/job-role=" + role + ",training.kubeflow.org/operator-name=mpi-operator",
+		}
+	}
 	want := v2beta1.JobStatus{
 		Conditions: []v2beta1.JobCondition{{
 			Type: v2beta1.JobCreated, Status: corev1.ConditionTrue, Reason: "MPIJobCreated",
 			Message: "MPIJob ns/job is created.", LastUpdateTime: now, LastTransitionTime: now,
 		}},
 		ReplicaStatuses: map[v2beta1.MPIReplicaType]*v2beta1.ReplicaStatus{
-			v2beta1.MPIReplicaTypeLauncher: {
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-					labelOperatorName: "mpi-operator", labelJobName: "job", labelJobRole: "launcher"}},
-				Selector: "training.kubeflow.org/job-name=job,training.kubeflow.org/job-role=launcher,training.kubeflow.org/operator-name=mpi-operator",
-			},
-			v2beta1.MPIReplicaTypeWorker: {
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-					labelOperatorName: "mpi-operator", labelJobName: "job", labelJobRole: "worker"}},
-				Selector: "training.kubeflow.org/job-name=job,training.kubeflow.org/job-role=worker,training.kubeflow.org/operator-name=mpi-operator",
-			},
+			v2beta1.MPIReplicaTypeLauncher: replicaStatus("launcher"),
+			v2beta1.MPIReplicaTypeWorker:   replicaStatus("worker"),
 		},
 		StartTime:         &now,
 		LastReconcileTime: &now,
@@ -98,12 +95,8 @@ func TestSecondSyncWritesNothing(t *testing.T) {
 	f.step() // lists the workers, refreshes the launcher, Running
 	f.step()
 	f.expectWrites()
-	if got := f.condition(v2beta1.JobRunning); got != "True MPIJobRunning" {
-		t.Errorf("Running = %q", got)
-	}
-	if _, discover := f.files(); discover != script("job-worker-0", "job-worker-1") {
-		t.Errorf("discover_hosts.sh = %q", discover)
-	}
+	f.expectCondition(v2beta1.JobRunning, "True MPIJobRunning")
+	f.expectListed("job-worker-0", "job-worker-1")
 }
 
 // TestServiceOfWorkersOnlyIsUpdated: the Service of a running job that
@@ -147,12 +140,8 @@ func TestServiceOfWorkersOnlyIsUpdated(t *testing.T) {
 	f.publish("job", "job-worker-0", "job-worker-1", "job-launcher-abcde")
 	f.step()
 	f.step()
-	if _, discover := f.files(); discover != script("job-worker-0", "job-worker-1") {
-		t.Errorf("discover_hosts.sh = %q", discover)
-	}
-	if got := f.condition(v2beta1.JobRunning); got != "True MPIJobRunning" {
-		t.Errorf("Running = %q", got)
-	}
+	f.expectListed("job-worker-0", "job-worker-1")
+	f.expectCondition(v2beta1.JobRunning, "True MPIJobRunning")
 }
 
 func TestLauncherJobOutcome(t *testing.T) {
@@ -202,12 +191,8 @@ func TestLauncherJobOutcome(t *testing.T) {
 			f.step()
 			// The end is recorded first; nothing is deleted yet.
 			f.expectWrites(statusUpdate())
-			if got := f.condition(tc.wantType); got != "True "+tc.wantReason {
-				t.Errorf("%s = %q, want True %s", tc.wantType, got, tc.wantReason)
-			}
-			if got := f.condition(v2beta1.JobRunning); got != "False MPIJobRunning" {
-				t.Errorf("Running = %q, want False", got)
-			}
+			f.expectCondition(tc.wantType, "True "+tc.wantReason)
+			f.expectCondition(v2beta1.JobRunning, "False MPIJobRunning")
 			st := f.status()
 			if st.CompletionTime == nil {
 				t.Error("no completionTime")
@@ -215,9 +200,7 @@ func TestLauncherJobOutcome(t *testing.T) {
 			if st.ReplicaStatuses[v2beta1.MPIReplicaTypeLauncher].Succeeded != 1 {
 				t.Errorf("launcher status %+v", st.ReplicaStatuses[v2beta1.MPIReplicaTypeLauncher])
 			}
-			if events := f.events(); !hasEvent(events, tc.wantEvent) {
-				t.Errorf("events %q lack %q", events, tc.wantEvent)
-			}
+			f.expectEvent(tc.wantEvent)
 			// cleanPodPolicy None: the finished job keeps its workers.
 			f.step()
 			f.expectWrites()
@@ -240,9 +223,7 @@ func TestUnsetWorkerReplicasMeanOne(t *testing.T) {
 			})
 			f := newFixture(t).start(job)
 			f.sync()
-			if got := f.podNames(); !slices.Equal(got, []string{"job-worker-0"}) {
-				t.Errorf("worker pods %v, want [job-worker-0]", got)
-			}
+			f.expectPods("job-worker-0")
 			if hostfile, _ := f.files(); hostfile != "job-worker-0.job.ns.svc slots=1\n" {
 				t.Errorf("hostfile %q, want job-worker-0 alone", hostfile)
 			}

@@ -50,10 +50,7 @@ func TestValidateJob(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			job := storedJob(2)
-			if tc.modify != nil {
-				tc.modify(job)
-			}
+			job := storedJob(2, tc.modify)
 			v2beta1.SetDefaults_MPIJob(job)
 			errs := validateJob(job)
 			got := ""

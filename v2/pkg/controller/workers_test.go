@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
@@ -34,25 +34,17 @@ func TestElasticGrow(t *testing.T) {
 	if hostfile != want || discover != script("job-worker-0", "job-worker-1") {
 		t.Errorf("files: hostfile %q, discover_hosts.sh %q", hostfile, discover)
 	}
-	if got := f.condition(conditionResizing); got != "True MPIJobResizing" {
-		t.Errorf("Resizing = %q", got)
-	}
+	f.expectCondition(conditionResizing, "True MPIJobResizing")
 	// Running, and once their names resolve, listed; then settled.
 	f.refresh()
 	f.setPhase(corev1.PodRunning, "job-worker-2", "job-worker-3")
 	f.step()
-	if _, discover := f.files(); discover != script("job-worker-0", "job-worker-1") {
-		t.Errorf("listed before the names resolve: %q", discover)
-	}
+	f.expectListed("job-worker-0", "job-worker-1") // not before the names resolve
 	f.refresh()
 	f.publish("job", "job-worker-0", "job-worker-1", "job-worker-2", "job-worker-3")
 	f.step()
-	if _, discover := f.files(); discover != script("job-worker-0", "job-worker-1", "job-worker-2", "job-worker-3") {
-		t.Errorf("discover_hosts.sh = %q", discover)
-	}
-	if got := f.condition(conditionResizing); got != "" {
-		t.Errorf("Resizing = %q once settled", got)
-	}
+	f.expectListed("job-worker-0", "job-worker-1", "job-worker-2", "job-worker-3")
+	f.expectCondition(conditionResizing, "")
 }
 
 // TestElasticShrink: victims leave discover_hosts.sh first, are marked
@@ -72,9 +64,7 @@ func TestElasticShrink(t *testing.T) {
 	if d <= 0 || d > 30*time.Second {
 		t.Errorf("requeue = %v, want the drain period", d)
 	}
-	if _, discover := f.files(); discover != script("job-worker-0") {
-		t.Errorf("discover_hosts.sh = %q", discover)
-	}
+	f.expectListed("job-worker-0")
 	for _, n := range []string{"job-worker-1", "job-worker-2"} {
 		if f.pod(n).Annotations[elastic.AnnotationDrainingSince] == "" {
 			t.Errorf("%s not marked draining", n)
@@ -85,14 +75,10 @@ func TestElasticShrink(t *testing.T) {
 	f.clock.Step(31 * time.Second)
 	f.step()
 	f.expectWrites(del("pods", "job-worker-1"), del("pods", "job-worker-2"))
-	if got := f.podNames(); !slices.Equal(got, []string{"job-launcher-abcde", "job-worker-0"}) {
-		t.Errorf("pods = %v", got)
-	}
+	f.expectPods("job-launcher-abcde", "job-worker-0")
 	f.step()
 	f.expectWrites(statusUpdate())
-	if got := f.condition(conditionResizing); got != "" {
-		t.Errorf("Resizing = %q once the victims are gone", got)
-	}
+	f.expectCondition(conditionResizing, "")
 }
 
 // TestReplaceFailedWorker: an elastic job replaces a failed worker under an
@@ -112,17 +98,13 @@ func TestReplaceFailedWorker(t *testing.T) {
 	if got := f.pod("job-worker-1").Annotations[elastic.AnnotationReplacedBy]; got != "job-worker-2" {
 		t.Errorf("replaced-by = %q", got)
 	}
-	if events := f.events(); !hasEvent(events, "Warning WorkerReplaced Worker job-worker-1 ended (Failed) and is out of discover_hosts.sh; replaced by job-worker-2") {
-		t.Errorf("events: %q", events)
-	}
+	f.expectEvent("Warning WorkerReplaced Worker job-worker-1 ended (Failed) and is out of discover_hosts.sh; replaced by job-worker-2")
 	cm, err := f.kube.CoreV1().ConfigMaps("ns").Get(f.ctx, "job-config", metaGet)
 	must(t, err)
 	if got := cm.Annotations[elastic.AnnotationNextWorkerIndex]; got != "2" {
 		t.Errorf("next index %q, want 2", got)
 	}
-	if _, discover := f.files(); discover != script("job-worker-0") {
-		t.Errorf("discover_hosts.sh = %q", discover)
-	}
+	f.expectListed("job-worker-0")
 	// The new worker exists: the next index passes it, and is recorded
 	// with the next change of the files rather than by a write of its own.
 	f.step()
@@ -141,8 +123,7 @@ func TestFixedJobEvictedWorkerFails(t *testing.T) {
 	must(t, err)
 	f.step()
 	f.expectWrites(statusUpdate())
-	st := f.status()
-	if c := conditions.Find(st.Conditions, v2beta1.JobFailed); c == nil || c.Reason != "MPIJobEvicted" || c.Message != "1/2 workers are evicted" {
+	if c := conditions.Find(f.status().Conditions, v2beta1.JobFailed); c == nil || c.Reason != "MPIJobEvicted" || c.Message != "1/2 workers are evicted" {
 		t.Errorf("Failed = %+v", c)
 	}
 	f.step()
@@ -172,9 +153,7 @@ func TestBelowMinimumFails(t *testing.T) {
 			f.setPhase(corev1.PodPending, "job-worker-2")
 			f.clock.Step(61 * time.Second)
 			f.step()
-			if got := f.condition(v2beta1.JobFailed); got != "True WorkersBelowMinimum" {
-				t.Errorf("Failed = %q", got)
-			}
+			f.expectCondition(v2beta1.JobFailed, "True WorkersBelowMinimum")
 			f.expectWrites(statusUpdate()) // recorded first
 			f.step()
 			f.expectWrites(want...)
@@ -192,7 +171,7 @@ func TestBelowMinimumFails(t *testing.T) {
 func TestListableNeedsTheWorkersOwnEndpoint(t *testing.T) {
 	w := func(name, uid string) elastic.Worker {
 		p := &corev1.Pod{}
-		p.Name, p.UID = name, typesUID(uid)
+		p.Name, p.UID = name, types.UID(uid)
 		return elastic.Worker{Pod: p}
 	}
 	r := resolvable{"a-uid": "job-worker-0", "b-uid": "job-worker-9"}
@@ -229,9 +208,7 @@ func TestAdoptedWorkersResolveUnderTheirOwnService(t *testing.T) {
 	if hostfile != "job-worker-0.job-worker.ns.svc slots=1\n" || discover != "#!/bin/sh\necho job-worker-0.job-worker.ns.svc\n" {
 		t.Errorf("files: hostfile %q, discover_hosts.sh %q", hostfile, discover)
 	}
-	if diff := cmp.Diff([]string{"job-worker-0"}, f.podNames()); diff != "" {
-		t.Errorf("pods (-want +got):\n%s", diff)
-	}
+	f.expectPods("job-worker-0")
 }
 
 // TestAdoptedWorkersKeepTheirIndices: the workers of a job whose launcher
@@ -256,9 +233,7 @@ func TestAdoptedWorkersKeepTheirIndices(t *testing.T) {
 					t.Errorf("adopted workers: %v", w)
 				}
 			}
-			if diff := cmp.Diff([]string{"job-worker-0", "job-worker-1"}, f.podNames()); diff != "" {
-				t.Errorf("pods (-want +got):\n%s", diff)
-			}
+			f.expectPods("job-worker-0", "job-worker-1")
 			if hostfile, _ := f.files(); hostfile != "job-launcher.job.ns.svc slots=1\njob-worker-0.job.ns.svc slots=1\njob-worker-1.job.ns.svc slots=1\n" {
 				t.Errorf("hostfile %q", hostfile)
 			}
