@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 )
@@ -13,7 +14,7 @@ import (
 // at once.
 func (b *Base) JobEvents(resized func(oldObj, newObj any) bool) cache.ResourceEventHandlerFuncs {
 	enqueue := func(obj any) {
-		if m, ok := Untombstone(obj).(metav1.Object); ok {
+		if m, ok := reconcile.Untombstone(obj).(metav1.Object); ok {
 			b.Queue.Add(m.GetNamespace() + "/" + m.GetName())
 		}
 	}
@@ -47,7 +48,7 @@ func (b *Base) OwnedEvents(jobOf func(obj any) (string, bool)) cache.ResourceEve
 // object of a tombstone): its controller reference when that names kind in
 // group, of any version.
 func ControllerKey(obj any, group, kind string) (string, bool) {
-	m, ok := Untombstone(obj).(metav1.Object)
+	m, ok := reconcile.Untombstone(obj).(metav1.Object)
 	if !ok {
 		return "", false
 	}
@@ -63,12 +64,4 @@ func ControllerKey(obj any, group, kind string) (string, bool) {
 func Names(ref *metav1.OwnerReference, group, kind string) bool {
 	g, v, ok := strings.Cut(ref.APIVersion, "/")
 	return ok && ref.Kind == kind && g == group && v != "" && !strings.Contains(v, "/")
-}
-
-// Untombstone returns the object a deletion event is about.
-func Untombstone(obj any) any {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return t.Obj
-	}
-	return obj
 }

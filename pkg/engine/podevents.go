@@ -12,6 +12,7 @@ import (
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/podcache"
+	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
 // PodEvents are the handlers of the informer of the pods an operator labels
@@ -54,7 +55,7 @@ func (b *Base) PodEvents(jobOf func(*corev1.Pod) (string, bool), isWorker func(*
 			observe(pod, false, elastic.DiscoverabilityChanged(oldPod, pod, isWorker))
 		},
 		DeleteFunc: func(obj any) {
-			if pod, ok := Untombstone(obj).(*corev1.Pod); ok {
+			if pod, ok := reconcile.Untombstone(obj).(*corev1.Pod); ok {
 				observe(pod, true, elastic.DiscoverabilityChanged(pod, nil, isWorker))
 			}
 		},
@@ -133,7 +134,7 @@ func (e *Engine) observeDiscovery(key string, ws []elastic.Worker, listed []stri
 // enqueues the job, if it exists (exists).
 func (b *Base) OtherPodEvents(jobOfName func(pod string) (string, bool), exists func(namespace, name string) bool) cache.ResourceEventHandlerFuncs {
 	handle := func(obj any) {
-		m, ok := Untombstone(obj).(metav1.Object)
+		m, ok := reconcile.Untombstone(obj).(metav1.Object)
 		if !ok {
 			return
 		}

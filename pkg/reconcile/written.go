@@ -23,7 +23,7 @@ import (
 // object it has just created.
 //
 // A read returns the controller's write while the cache holds an older
-// version of the object, or none when the write created it. The write is
+// version of the object, or holds none of it and the write created it. The write is
 // forgotten once the informer shows it or a newer version (Events), or the
 // deletion of that object, and at the latest after ExpectationsTimeout: so
 // an update never brings a deleted object back, and a created one stays
@@ -101,10 +101,7 @@ func (w *Written[T]) record(obj T, created bool) {
 // a newer version of the object, or its deletion.
 func (w *Written[T]) Events() cache.ResourceEventHandlerFuncs {
 	seen := func(obj any, deleted bool) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		m, ok := obj.(metav1.Object)
+		m, ok := Untombstone(obj).(metav1.Object)
 		if !ok {
 			return
 		}
@@ -158,4 +155,12 @@ func (ch Child[T]) Remembering(w *Written[T]) Child[T] {
 		return out, err
 	}
 	return ch
+}
+
+// Untombstone returns the object a deletion event is about.
+func Untombstone(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
 }

@@ -201,7 +201,7 @@ func podJob(pod *corev1.Pod) (string, bool) {
 // the EndpointSlice controller copies the Service's labels, app=<job>
 // among them, to its slices.
 func (c *MPIJobController) handleSlice(obj any, urgent bool) {
-	s := asPublished(engine.Untombstone(obj))
+	s := asPublished(reconcile.Untombstone(obj))
 	if s == nil {
 		return
 	}
