@@ -2,12 +2,15 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
@@ -127,6 +130,41 @@ func TestScaleOutRefusesAConcurrentChange(t *testing.T) {
 	if len(*updates) != 0 {
 		t.Errorf("replicas written: %v", *updates)
 	}
+}
+
+// TestScaleRetriesAConflict: the job's resourceVersion moved between the
+// read of its Scale and the update (the operator wrote its status), with
+// the count unchanged: the scale reads the Scale again and is written.
+func TestScaleRetriesAConflict(t *testing.T) {
+	f := oneWorkerJob(t, APIv1)
+	updates := scaleSubresource(t, f, func(int32) {})
+	conflicts := 0
+	f.dyn.PrependReactor("update", "mpijobs", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.(clienttesting.UpdateAction).GetSubresource() != "scale" || conflicts > 0 {
+			return false, nil, nil
+		}
+		conflicts++
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "kubeflow.org", Resource: "mpijobs"}, "solo",
+			errors.New("the object has been modified"))
+	})
+	if err := setReplicas(context.Background(), mustClients(t, f), "solo", 1, 2); err != nil {
+		t.Fatalf("setReplicas after a conflict: %v", err)
+	}
+	if conflicts != 1 {
+		t.Errorf("conflicts served = %d, want 1", conflicts)
+	}
+	if diff := cmp.Diff([]int32{2}, *updates); diff != "" {
+		t.Errorf("replicas written (-want +got):\n%s", diff)
+	}
+}
+
+func mustClients(t *testing.T, f *fakeCluster) *Clients {
+	t.Helper()
+	c, err := f.env().Clients()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestScaleInByPod marks the named worker with the lowest cost, lowers

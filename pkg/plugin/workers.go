@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 )
@@ -144,25 +145,29 @@ func setDeletionCost(ctx context.Context, c *Clients, pod string, cost int32) er
 // setReplicas moves the job's workers from one count to another through
 // the scale subresource, as kubectl scale --current-replicas does: it
 // refuses when the count is no longer from. The update carries the Scale's
-// resourceVersion, so a change in between is a conflict.
+// resourceVersion, which the operator's status writes also move; a
+// conflict reads the Scale again, so only a change of the count itself
+// refuses the scale.
 func setReplicas(ctx context.Context, c *Clients, name string, from, to int32) error {
 	jobs := c.jobs(c.Namespace)
-	sc, err := jobs.Get(ctx, name, metav1.GetOptions{}, "scale")
-	if err != nil {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sc, err := jobs.Get(ctx, name, metav1.GetOptions{}, "scale")
+		if err != nil {
+			return err
+		}
+		cur, _, err := unstructured.NestedInt64(sc.Object, "spec", "replicas")
+		if err != nil {
+			return fmt.Errorf("reading the scale of mpijob %q: %w", name, err)
+		}
+		if cur != int64(from) {
+			return fmt.Errorf("mpijob %q has %d workers now, not %d: it was scaled meanwhile", name, cur, from)
+		}
+		if err := unstructured.SetNestedField(sc.Object, int64(to), "spec", "replicas"); err != nil {
+			return err
+		}
+		_, err = jobs.Update(ctx, sc, metav1.UpdateOptions{}, "scale")
 		return err
-	}
-	cur, _, err := unstructured.NestedInt64(sc.Object, "spec", "replicas")
-	if err != nil {
-		return fmt.Errorf("reading the scale of mpijob %q: %w", name, err)
-	}
-	if cur != int64(from) {
-		return fmt.Errorf("mpijob %q has %d workers now, not %d: it was scaled meanwhile", name, cur, from)
-	}
-	if err := unstructured.SetNestedField(sc.Object, int64(to), "spec", "replicas"); err != nil {
-		return err
-	}
-	_, err = jobs.Update(ctx, sc, metav1.UpdateOptions{}, "scale")
-	return err
+	})
 }
 
 // joinNames lists names for a message.
