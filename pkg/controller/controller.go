@@ -59,11 +59,8 @@ type MPIJobController struct {
 	// jobEvents, podEvents and otherPodEvents are the handlers of the
 	// MPIJob informer and of the two pod informers.
 	jobEvents, podEvents, otherPodEvents cache.ResourceEventHandlerFuncs
-	// refreshes remembers the launcher refreshes the cache has yet to
-	// show (launcher.go).
-	refreshes launcherRefreshes
-	// memory lists every store above, and the expectations: all that the
-	// controller remembers of a job, forgotten at once when it is deleted.
+	// memory lists the Base's stores: all that the controller remembers
+	// of a job, forgotten at once when it is deleted.
 	memory reconcile.JobMemory
 }
 
@@ -122,7 +119,7 @@ func newController(ctx context.Context, kubeClient kubernetes.Interface, mpiClie
 	c.holders.Pods = c.podLister
 	c.Base = engine.NewBase(kubeClient, cfg.Clients.Creations, c.podLister, recorder, clk)
 	c.Engine.Pace.BytesPerSecond = cfg.WriteBytesPerSecond
-	c.memory = append(c.Stores(), &c.refreshes)
+	c.memory = c.Stores()
 	c.otherPodEvents = c.OtherPodEvents(jobNameOfPod, func(namespace, name string) bool {
 		_, err := c.jobLister.MPIJobs(namespace).Get(name)
 		return err == nil

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	common "github.com/kubeflow/common/pkg/apis/common/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
@@ -170,68 +168,6 @@ func (c *MPIJobController) createLauncher(ctx context.Context, job *kubeflow.MPI
 	}
 	klog.FromContext(ctx).V(2).Info("Created launcher", "pod", klog.KObj(created))
 	return nil
-}
-
-// refreshLauncher annotates a running launcher with the hash of the
-// discover_hosts.sh it should see, when that changed, which makes the
-// kubelet refresh its ConfigMap volume at once.
-func (c *MPIJobController) refreshLauncher(ctx context.Context, job *kubeflow.MPIJob, launcher *corev1.Pod, hash string) (*corev1.Pod, error) {
-	metrics.JobInfo.WithLabelValues(launcherName(job), job.Namespace).Set(1)
-	if !c.cfg.RefreshLauncher || launcher.DeletionTimestamp != nil || podFinished(launcher) ||
-		launcher.Annotations[elastic.AnnotationHostsHash] == hash {
-		return launcher, nil
-	}
-	key := jobKey(job)
-	if c.refreshes.pending(key, launcher, hash) {
-		return launcher, nil
-	}
-	// The refresh is no expectation: no sync decides anything on the
-	// launcher's hash, so none waits for the cache to show it (under a
-	// busy API server that wait held the listing of the job's next
-	// workers back); refreshes remembers it instead, against a repeat.
-	patched, err := c.Pods.AnnotateUntracked(ctx, launcher, elastic.AnnotationHostsHash, hash)
-	if err != nil {
-		return launcher, fmt.Errorf("annotating launcher: %w", err)
-	}
-	if patched != nil {
-		c.refreshes.done(key, launcher, hash)
-	}
-	return patched, nil
-}
-
-// launcherRefreshes remembers, per job, the last refresh of its launcher:
-// which version of the pod it was sent for and the hash it set.
-type launcherRefreshes struct{ last sync.Map } // job key -> launcherRefresh
-
-type launcherRefresh struct {
-	uid             types.UID
-	resourceVersion string
-	hash            string
-}
-
-func (r *launcherRefreshes) done(key string, launcher *corev1.Pod, hash string) {
-	r.last.Store(key, launcherRefresh{uid: launcher.UID, resourceVersion: launcher.ResourceVersion, hash: hash})
-}
-
-// pending tells whether hash was sent to this launcher already, and the
-// cache still shows the version of the pod it was sent for: a refresh
-// whose event has yet to come.
-func (r *launcherRefreshes) pending(key string, launcher *corev1.Pod, hash string) bool {
-	v, ok := r.last.Load(key)
-	if !ok {
-		return false
-	}
-	last := v.(launcherRefresh)
-	return last.uid == launcher.UID && last.resourceVersion == launcher.ResourceVersion && last.hash == hash
-}
-
-// Forget drops the last refresh of key, a job that is gone.
-func (r *launcherRefreshes) Forget(key string) { r.last.Delete(key) }
-
-// Holds tells whether a refresh of key is remembered.
-func (r *launcherRefreshes) Holds(key string) bool {
-	_, ok := r.last.Load(key)
-	return ok
 }
 
 // minReadyWorkers is how many workers the launcher waits for before it

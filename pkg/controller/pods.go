@@ -9,6 +9,7 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/engine"
+	"github.com/kubeflow/mpi-operator/pkg/metrics"
 )
 
 // eventDeletingPods is the reason of the event of a finished job's pods
@@ -44,8 +45,12 @@ func (c *MPIJobController) hooks(job *kubeflow.MPIJob, launcher **corev1.Pod, be
 			return cm.Data[discoverHostsKey], nil
 		},
 		Tell: func(ctx context.Context, script string) (err error) {
-			if *launcher != nil {
-				*launcher, err = c.refreshLauncher(ctx, job, *launcher, elastic.HostsHash(script))
+			if *launcher == nil {
+				return nil
+			}
+			metrics.JobInfo.WithLabelValues(launcherName(job), job.Namespace).Set(1)
+			if c.cfg.RefreshLauncher {
+				*launcher, err = c.Engine.RefreshLauncher(ctx, jobKey(job), *launcher, script)
 			}
 			return err
 		},

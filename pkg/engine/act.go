@@ -40,6 +40,8 @@ type Engine struct {
 	// their own.
 	Creations reconcile.PodWrites
 	Steps     ScaleSteps
+	// Launchers remembers the launcher refreshes sent (RefreshLauncher).
+	Launchers Refreshes
 	// Running remembers when the workers turned Running (PodEvents), and
 	// Clock tells how long ago when they are listed.
 	Running RunningSince

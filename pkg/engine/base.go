@@ -70,7 +70,7 @@ func NewBase(kube, creations kubernetes.Interface, pods corelisters.PodLister, r
 // Stores are the stores of the Base that remember jobs, for the
 // controller's reconcile.JobMemory.
 func (b *Base) Stores() reconcile.JobMemory {
-	return reconcile.JobMemory{b.Expectations, &b.StatusWrites, &b.StatusHold, &b.Engine.Steps, &b.Engine.Running, b.Engine.Pace}
+	return reconcile.JobMemory{b.Expectations, &b.StatusWrites, &b.StatusHold, &b.Engine.Steps, &b.Engine.Launchers, &b.Engine.Running, b.Engine.Pace}
 }
 
 // NewRecorder returns a recorder of component's events, which go to the API

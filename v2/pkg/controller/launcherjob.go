@@ -7,7 +7,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
@@ -15,9 +14,9 @@ import (
 	"github.com/kubeflow/mpi-operator/v2/pkg/apis/kubeflow/v2beta1"
 )
 
-// syncLauncher creates the launcher Job once the job may start, resumes a
-// suspended one, and tells a running launcher pod that discover_hosts.sh
-// changed. It returns the launcher Job, nil while there is none.
+// syncLauncher creates the launcher Job once the job may start, and
+// resumes a suspended one. It returns the launcher Job, nil while there is
+// none.
 func (c *MPIJobController) syncLauncher(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, out workerOutcome) (*batchv1.Job, error) {
 	if launcher == nil {
 		if !mayStartLauncher(job, out) {
@@ -34,7 +33,7 @@ func (c *MPIJobController) syncLauncher(ctx context.Context, job *v2beta1.MPIJob
 	if isSuspended(launcher) {
 		return c.resumeLauncher(ctx, job, launcher)
 	}
-	return launcher, c.refreshLauncherPods(ctx, job, launcher, out.files)
+	return launcher, nil
 }
 
 // mayStartLauncher tells whether the launcher Job may be created: the
@@ -76,27 +75,21 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// refreshLauncherPods annotates each running pod of the launcher Job with
-// the hash of the discover_hosts.sh it should see, when that changed: the
-// update makes the kubelet refresh the pod's ConfigMap volume at once,
-// instead of at its next periodic sync.
-func (c *MPIJobController) refreshLauncherPods(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, files *corev1.ConfigMap) error {
-	if !c.cfg.RefreshLauncher || files == nil {
+// refreshLauncherPods tells each pod of the launcher Job of script, the
+// discover_hosts.sh just written (engine.RefreshLauncher). The pods of a
+// suspended launcher Job are on their way out: they are told nothing.
+func (c *MPIJobController) refreshLauncherPods(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, script string) error {
+	if !c.cfg.RefreshLauncher || launcher == nil || isSuspended(launcher) {
 		return nil
 	}
-	hash := elastic.HostsHash(files.Data[discoverHostsKey])
 	pods, err := c.podsOf(launcher.UID, launcherSelector(job))
 	if err != nil {
 		return err
 	}
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Annotations[elastic.AnnotationHostsHash] == hash {
-			continue
+		if _, err := c.Engine.RefreshLauncher(ctx, jobKey(job), p, script); err != nil {
+			return err
 		}
-		if _, err := c.Pods.Annotate(ctx, owner(job), p, elastic.AnnotationHostsHash, hash); err != nil {
-			return fmt.Errorf("refreshing the launcher: %w", err)
-		}
-		klog.FromContext(ctx).V(4).Info("Refreshed the launcher's files", "pod", klog.KObj(p))
 	}
 	return nil
 }

@@ -12,19 +12,23 @@ import (
 // list every store the controller has: one kept beside it would outlive
 // the jobs it remembers.
 func TestDeletedJobLeavesNoMemory(t *testing.T) {
-	f := newFixture(t).start(storedJob(2))
+	f := newFixture(t).start(storedJob(2, withElastic(1, 4)))
 	if unlisted := f.c.memory.Unlisted(f.c); len(unlisted) > 0 {
 		t.Fatalf("fields %v may remember a job outside the controller's memory", unlisted)
 	}
-	// The first sync creates the workers, which the cache does not show
-	// yet, announces the step and writes the status; a change of the
+	// The job runs: its launcher was told of the script that lists both
+	// workers.
+	runningJob(t, f, "job-worker-0", "job-worker-1")
+	// Two more workers: the sync creates them, which the cache does not
+	// show yet, announces the step and writes the status; a change of the
 	// replica counts alone then waits to be written.
-	f.holdStatus = true
+	f.updateJob(setWorkers(4))
+	f.refresh()
 	f.sync()
 	f.c.StatusHold.Wait(testKey, f.clock.Now(), true)
-	// Worker 0 turns Running, the informer tells; worker 1's creation is
+	// Worker 2 turns Running, the informer tells; worker 3's creation is
 	// still to be seen.
-	pending := f.pod("job-worker-0")
+	pending := f.pod("job-worker-2")
 	running := pending.DeepCopy()
 	running.Status.Phase, running.ResourceVersion = corev1.PodRunning, "2"
 	f.c.podEvents.UpdateFunc(pending, running)

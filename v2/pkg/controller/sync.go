@@ -138,7 +138,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *v2beta1.MPI
 	if err != nil {
 		return 0, err
 	}
-	out, err := c.syncWorkers(ctx, job, pods, seen, now)
+	out, err := c.syncWorkers(ctx, job, launcher, pods, seen, now)
 	if err != nil || out.gaveWay || conditions.Finished(job.Status.Conditions) {
 		return 0, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -52,10 +53,10 @@ func (c *MPIJobController) maxWorkerPods() int {
 }
 
 // syncWorkers plans the workers and has the engine act on the plan
-// (engine.Act): the files with the bookkeeping, the drain marks of the
-// victims the written files no longer list, the creations, the deletions
-// and the marks of replaced workers.
-func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob, pods []*corev1.Pod, seen reconcile.Seen, now metav1.Time) (workerOutcome, error) {
+// (engine.Act): the files with the bookkeeping, the launcher's running pods
+// told of them, the drain marks of the victims the written files no longer
+// list, the creations, the deletions and the marks of replaced workers.
+func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob, launcher *batchv1.Job, pods []*corev1.Pod, seen reconcile.Seen, now metav1.Time) (workerOutcome, error) {
 	out := workerOutcome{
 		workers: elastic.ParseWorkers(pods, func(p *corev1.Pod) (int, bool) { return workerIndex(job, p) }),
 		spec:    workerSpec(job, c.resolvableWorkers(job, pods)),
@@ -97,6 +98,9 @@ func (c *MPIJobController) syncWorkers(ctx context.Context, job *v2beta1.MPIJob,
 			}
 			out.files = files
 			return files.Data[discoverHostsKey], nil
+		},
+		Tell: func(ctx context.Context, script string) error {
+			return c.refreshLauncherPods(ctx, job, launcher, script)
 		},
 		Worker: func(i int) *corev1.Pod { return newWorker(job, i, c.gang, c.cfg.ClusterDomain) },
 		Event:  c.eventOn(job),

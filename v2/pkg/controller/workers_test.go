@@ -90,9 +90,9 @@ func TestReplaceFailedWorker(t *testing.T) {
 	f.step()
 	f.expectWrites(
 		update("configmaps", "job-config"),
+		patchPod("job-launcher-abcde"), // told of the script without worker 1
 		create("pods", "job-worker-2"),
 		patchPod("job-worker-1"),
-		patchPod("job-launcher-abcde"),
 		statusUpdate(),
 	)
 	if got := f.pod("job-worker-1").Annotations[elastic.AnnotationReplacedBy]; got != "job-worker-2" {
