@@ -183,7 +183,7 @@ func countResizeWrites(l *latencyResult) resizeCounts {
 			continue
 		}
 		res := e.resource()
-		if res == "pods" && e.Verb == "patch" && e.ObjectRef != nil && strings.HasSuffix(e.ObjectRef.Name, harness.LauncherSuffix) {
+		if res == "pods" && e.Verb == "patch" && e.ObjectRef != nil && harness.IsLauncherPod(e.ObjectRef.Name) {
 			c.launcherPatches++
 		}
 		if t.Before(l.resizesStart) || res == "leases" {

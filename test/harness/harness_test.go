@@ -317,3 +317,18 @@ func TestPoller(t *testing.T) {
 		t.Errorf("Metric: %v %v", v, ok)
 	}
 }
+
+func TestIsLauncherPod(t *testing.T) {
+	for name, want := range map[string]bool{
+		"pi-launcher":       true,  // the v1 operator's launcher
+		"pi-launcher-x7k2q": true,  // a pod of the v2beta1 operator's launcher Job
+		"pi-launcher-0":     false, // not a name the Job controller gives
+		"pi-worker-0":       false,
+		"pi-launcherx7k2q":  false,
+		"launcher":          false,
+	} {
+		if got := IsLauncherPod(name); got != want {
+			t.Errorf("IsLauncherPod(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -378,6 +378,19 @@ func (h *History) onConfigMap(now time.Time, cm *corev1.ConfigMap) Observation {
 	return ob
 }
 
+// IsLauncherPod tells whether a pod's name is that of a launcher: the
+// v1 operator's launcher pod, job+LauncherSuffix, or a pod of the
+// v2beta1 operator's launcher Job, which the Job controller names
+// job+LauncherSuffix+"-" and five characters.
+func IsLauncherPod(name string) bool {
+	if strings.HasSuffix(name, LauncherSuffix) {
+		return true
+	}
+	const generated = len("-abcde")
+	n := len(name)
+	return n > generated && name[n-generated] == '-' && strings.HasSuffix(name[:n-generated], LauncherSuffix)
+}
+
 func (h *History) onRole(now time.Time, role *rbacv1.Role) Observation {
 	j := h.jobOf(role.Name, LauncherSuffix)
 	if j == nil {
