@@ -8,6 +8,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
@@ -148,7 +149,8 @@ func (c *MPIJobController) endsNow(obs *observed, now metav1.Time) bool {
 	if c.checkDeadline(job, now) || c.checkLauncherOutcome(job, obs.launcher, now) {
 		return true
 	}
-	if job.Spec.ElasticPolicy == nil && c.checkEvictedWorkers(job, obs.pods, now) {
+	if msg, evicted := engine.EvictedWorkers(obs.pods); evicted && job.Spec.ElasticPolicy == nil {
+		c.failJob(job, reconcile.ReasonEvicted, msg, now)
 		return true
 	}
 	obs.workers = toWorkers(job, obs.pods)

@@ -12,6 +12,7 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
 
@@ -146,7 +147,7 @@ func guardStates() []guardState {
 		{name: "evicted worker of a fixed job", status: true, outcome: "Failed MPIJobEvicted", setup: func(f *fixture) *kubeflow.MPIJob {
 			job := runningJob(f, 3)
 			w := f.pods[0]
-			w.Status.Phase, w.Status.Reason = corev1.PodFailed, reasonPodEvicted
+			w.Status.Phase, w.Status.Reason = corev1.PodFailed, engine.PodEvicted
 			return job
 		}},
 		{name: "below minReplicas for too long", status: true, outcome: "Failed WorkersBelowMinimum", setup: func(f *fixture) *kubeflow.MPIJob {

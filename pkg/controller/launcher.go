@@ -12,11 +12,10 @@ import (
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v1"
 	"github.com/kubeflow/mpi-operator/pkg/elastic"
+	"github.com/kubeflow/mpi-operator/pkg/engine"
 	"github.com/kubeflow/mpi-operator/pkg/metrics"
 	"github.com/kubeflow/mpi-operator/pkg/reconcile"
 )
-
-const reasonPodEvicted = "Evicted"
 
 // checkLauncherOutcome records in the job's status what a launcher that
 // has ended or restarts too often means for the job. It reports whether
@@ -66,7 +65,7 @@ func (c *MPIJobController) launcherFailed(job *kubeflow.MPIJob, launcher *corev1
 	if launcherRestartRecorded(job, launcher) {
 		return false
 	}
-	evicted := launcher.Status.Reason == reasonPodEvicted
+	evicted := launcher.Status.Reason == engine.PodEvicted
 	code, exited := exitCode(job, launcher)
 	restartable := evicted || (spec.RestartPolicy == common.RestartPolicyExitCode && exited && code >= 128)
 	if restartable && (limit == nil || rs.Failed < *limit) {
@@ -134,22 +133,6 @@ func exitCode(job *kubeflow.MPIJob, pod *corev1.Pod) (int32, bool) {
 		}
 	}
 	return 0, false
-}
-
-// checkEvictedWorkers fails a job without an elastic policy when one of its
-// workers was evicted, as the upstream operator did.
-func (c *MPIJobController) checkEvictedWorkers(job *kubeflow.MPIJob, workers []*corev1.Pod, now metav1.Time) bool {
-	evicted := 0
-	for _, p := range workers {
-		if p.Status.Phase == corev1.PodFailed && p.Status.Reason == reasonPodEvicted {
-			evicted++
-		}
-	}
-	if evicted == 0 {
-		return false
-	}
-	c.failJob(job, reconcile.ReasonEvicted, fmt.Sprintf("%d/%d workers are evicted", evicted, len(workers)), now)
-	return true
 }
 
 // createLauncher creates the launcher, with the hash of the

@@ -127,7 +127,8 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *v2beta1.MPI
 	if launcherOutcome(job, launcher, now) {
 		return 0, nil
 	}
-	if job.Spec.ElasticPolicy == nil && failEvicted(job, pods, now) {
+	if msg, evicted := engine.EvictedWorkers(pods); evicted && job.Spec.ElasticPolicy == nil {
+		failJob(job, reconcile.ReasonEvicted, msg, now)
 		return 0, nil
 	}
 	err := reconcile.Concurrently(
@@ -244,22 +245,6 @@ func launcherEnd(lj *batchv1.Job) (*batchv1.JobCondition, bool) {
 		}
 	}
 	return nil, false
-}
-
-// failEvicted fails a job without an elastic policy one of whose workers
-// was evicted, as the upstream operator did: it has no way to replace it.
-func failEvicted(job *v2beta1.MPIJob, pods []*corev1.Pod, now metav1.Time) bool {
-	evicted := 0
-	for _, p := range pods {
-		if p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted" {
-			evicted++
-		}
-	}
-	if evicted == 0 {
-		return false
-	}
-	failJob(job, reconcile.ReasonEvicted, fmt.Sprintf("%d/%d workers are evicted", evicted, len(pods)), now)
-	return true
 }
 
 // reconcileFinished winds down a finished job once its end is recorded.
