@@ -174,7 +174,3 @@ func (c *MPIJobController) updateRunning(job *kubeflow.MPIJob, launcher *corev1.
 	msg := fmt.Sprintf("MPIJob %s/%s is running.", job.Namespace, job.Name)
 	setCondition(&job.Status, common.JobRunning, reconcile.ReasonRunning, msg, now)
 }
-
-func podFinished(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-}
