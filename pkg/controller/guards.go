@@ -149,7 +149,7 @@ func (c *MPIJobController) endsNow(obs *observed, now metav1.Time) bool {
 	if c.checkDeadline(job, now) || c.checkLauncherOutcome(job, obs.launcher, now) {
 		return true
 	}
-	if msg, evicted := engine.EvictedWorkers(obs.pods); evicted && job.Spec.ElasticPolicy == nil {
+	if msg, evicted := engine.FixedJobEvicted(job.Spec.ElasticPolicy != nil, obs.pods); evicted {
 		c.failJob(job, reconcile.ReasonEvicted, msg, now)
 		return true
 	}

@@ -9,10 +9,14 @@ import (
 // PodEvicted is the reason the kubelet gives a pod it evicted.
 const PodEvicted = "Evicted"
 
-// EvictedWorkers tells whether any of a job's workers was evicted, and the
-// message with which a job without an elastic policy fails for it, as the
-// upstream operator fails it.
-func EvictedWorkers(workers []*corev1.Pod) (string, bool) {
+// FixedJobEvicted tells whether a job without an elastic policy has an
+// evicted worker, and the message with which it fails for it, as the
+// upstream operator fails it. An elastic job replaces such a worker instead,
+// so its workers are not looked at.
+func FixedJobEvicted(elastic bool, workers []*corev1.Pod) (string, bool) {
+	if elastic {
+		return "", false
+	}
 	evicted := 0
 	for _, p := range workers {
 		if p.Status.Phase == corev1.PodFailed && p.Status.Reason == PodEvicted {

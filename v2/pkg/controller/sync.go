@@ -127,7 +127,7 @@ func (c *MPIJobController) reconcileActive(ctx context.Context, job *v2beta1.MPI
 	if launcherOutcome(job, launcher, now) {
 		return 0, nil
 	}
-	if msg, evicted := engine.EvictedWorkers(pods); evicted && job.Spec.ElasticPolicy == nil {
+	if msg, evicted := engine.FixedJobEvicted(job.Spec.ElasticPolicy != nil, pods); evicted {
 		failJob(job, reconcile.ReasonEvicted, msg, now)
 		return 0, nil
 	}
